@@ -1,0 +1,41 @@
+# SPDX-License-Identifier: MIT
+# The README's two commands: `make demo` and `make test`. Both install what they need first.
+#   make demo   release build, then the main job on the embedded default store
+#   make test   ASan+UBSan build (warnings as errors), then every test (ctest)
+#   make build  release build only            make fuzz   libFuzzer targets for a fixed time
+#   make deb    the Debian package            make bench  the benchmark suite (bench/run.sh)
+JOBS ?= $(shell nproc)
+BUILD ?= build
+TEST_BUILD ?= build-asan
+
+.PHONY: all deps build test demo fuzz deb bench clean
+
+all: build
+
+deps:
+	@.ci/install-deps.sh
+
+build: deps
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLC_WERROR=ON -DLC_BUILD_TESTS=OFF >/dev/null
+	cmake --build $(BUILD) -j $(JOBS)
+
+test: deps
+	cmake -S . -B $(TEST_BUILD) -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS="-O1" \
+	  -DLC_SANITIZE=address,undefined -DLC_WERROR=ON >/dev/null
+	cmake --build $(TEST_BUILD) -j $(JOBS)
+	cd $(TEST_BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 600
+
+demo: build
+	tools/demo.sh $(BUILD)/tools/lazycache
+
+fuzz: deps
+	.ci/fuzz.sh
+
+deb: build
+	cd $(BUILD) && cpack -G DEB
+
+bench: build
+	bench/run.sh
+
+clean:
+	rm -rf $(BUILD) $(TEST_BUILD) build-fuzz

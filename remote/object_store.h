@@ -1,0 +1,105 @@
+// SPDX-License-Identifier: MIT
+// File: remote/object_store.h -- ObjectStore, the narrow interface every store implements.
+//
+// Implementations: LocalDirObjectStore (the embedded default, file:// or a plain path),
+// S3ObjectStore (s3://bucket/prefix, own SigV4 signer), HttpObjectStore (read-only http(s)://).
+// Decorators (RetryingObjectStore, and in remote/testing/: MemoryObjectStore,
+// FaultInjectingObjectStore) derive from ObjectStoreWrapper.
+//
+// Contract for every method:
+//  - Thread-safe; blocking; synchronous.
+//  - Keys are relative to the store's base (bucket + prefix, or directory); they never start
+//    with '/' and never contain ".." segments (callers get kInvalidArgument otherwise).
+//  - Error mapping: 404 -> kNotFound, 401/403 -> kPermissionDenied, 412 -> kPreconditionFailed,
+//    5xx/429/resets/stalls/short bodies -> kUnavailable, malformed replies -> kCorrupt,
+//    409/412 on create-only publish -> kAlreadyExists, an unsupported feature -> kUnsupported.
+//  - Messages name the operation and the key, never credentials.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/byte_source.h"
+#include "common/status.h"
+
+namespace lazycache::remote {
+
+struct ObjectInfo {
+  std::string key;
+  uint64_t size = 0;
+  std::string etag;          // opaque; pins ranged reads to one version
+  int64_t last_modified_s = 0;  // seconds since the epoch (for "newest entry" lookups)
+};
+
+struct RangeRequest {
+  std::string key;
+  uint64_t offset = 0;
+  uint64_t length = 0;       // must be > 0
+  std::string if_match;      // empty: unpinned; else a replaced object gives kPreconditionFailed
+};
+
+struct ListPage {
+  std::vector<ObjectInfo> objects;  // sorted by key
+  std::string next_continuation;    // empty when this is the last page
+};
+
+// Source of an upload's bytes: called repeatedly; fills `out`, returns the count; 0 means end.
+// Lets save stream compression straight into a multipart upload without a temp file.
+using BodyReader = std::function<Result<size_t>(std::span<std::byte> out)>;
+
+struct PutOptions {
+  bool create_only = false;   // publish only if absent (If-None-Match: * where honoured)
+  uint64_t part_size_bytes = 0;  // 0 = auto
+  int concurrency = 0;           // 0 = auto
+  uint64_t size_hint_bytes = 0;  // 0 = unknown (streaming)
+};
+
+class ObjectStore {
+ public:
+  virtual ~ObjectStore() = default;
+
+  // kNotFound when absent.
+  virtual Result<ObjectInfo> head(std::string_view key) = 0;
+  // Reads [offset, offset+length) into out (out.size() >= length). Returns the count, which is
+  // short only at the end of the object. Every ranged reply is checked (206, exact
+  // Content-Range); a wrong one is kCorrupt or kUnavailable, never silently accepted.
+  virtual Result<size_t> get_range(const RangeRequest& req, std::span<std::byte> out) = 0;
+  // Stores the whole body under key. With create_only, an existing key gives kAlreadyExists
+  // and nothing is replaced. A failed put leaves no visible object and no orphaned upload.
+  virtual Result<ObjectInfo> put(std::string_view key, const BodyReader& body, const PutOptions& opts) = 0;
+  // One page of keys under prefix, in key order.
+  virtual Result<ListPage> list(std::string_view prefix, std::string_view continuation) = 0;
+  // Deleting an absent key is ok.
+  virtual Status remove(std::string_view key) = 0;
+  // "s3://bucket/prefix", "file:///dir": for messages, without credentials.
+  virtual std::string describe() const = 0;
+};
+
+// Forwards every call to an inner store; decorators override what they change.
+class ObjectStoreWrapper : public ObjectStore {
+ public:
+  explicit ObjectStoreWrapper(std::shared_ptr<ObjectStore> inner) : inner_(std::move(inner)) {}
+  Result<ObjectInfo> head(std::string_view key) override { return inner_->head(key); }
+  Result<size_t> get_range(const RangeRequest& req, std::span<std::byte> out) override {
+    return inner_->get_range(req, out);
+  }
+  Result<ObjectInfo> put(std::string_view key, const BodyReader& body, const PutOptions& opts) override {
+    return inner_->put(key, body, opts);
+  }
+  Result<ListPage> list(std::string_view prefix, std::string_view continuation) override {
+    return inner_->list(prefix, continuation);
+  }
+  Status remove(std::string_view key) override { return inner_->remove(key); }
+  std::string describe() const override { return inner_->describe(); }
+
+ protected:
+  std::shared_ptr<ObjectStore> inner_;
+};
+
+}  // namespace lazycache::remote
