@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: MIT
+#include "common/byte_sink.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+
+namespace lazycache {
+
+Result<std::unique_ptr<LocalFileSink>> LocalFileSink::create(const std::string& path) {
+  static std::atomic<unsigned> counter{0};
+  std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) return errno_status("creating " + tmp);
+  return std::unique_ptr<LocalFileSink>(new LocalFileSink(fd, path, tmp));
+}
+
+LocalFileSink::~LocalFileSink() {
+  if (fd_ >= 0) ::close(fd_);
+  if (!committed_) ::unlink(tmp_.c_str());
+}
+
+Status LocalFileSink::write(std::span<const std::byte> bytes) {
+  if (committed_) return Status(ErrorCode::kInternal, "write after commit to " + path_);
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = ::write(fd_, bytes.data() + done, bytes.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return errno_status("writing " + tmp_);
+    }
+    done += static_cast<size_t>(n);
+  }
+  written_ += bytes.size();
+  return Status();
+}
+
+Status LocalFileSink::commit() {
+  if (::fsync(fd_) != 0) return errno_status("fsync " + tmp_);
+  if (::close(fd_) != 0) {
+    fd_ = -1;
+    return errno_status("closing " + tmp_);
+  }
+  fd_ = -1;
+  if (::rename(tmp_.c_str(), path_.c_str()) != 0) return errno_status("renaming " + tmp_ + " to " + path_);
+  committed_ = true;
+  return Status();
+}
+
+}  // namespace lazycache
