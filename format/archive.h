@@ -53,6 +53,9 @@ struct Entry {
   std::string_view symlink_target;
   Digest128 content_digest;     // XXH3-128 of the file content (regular files)
   bool has_xattrs = false;
+  // An ancestor directory of a root ("root" for root "root/.npm"): metadata from stat at pack
+  // time, but not a tar member, and extract never changes an existing one.
+  bool implicit_dir = false;
 };
 
 struct Xattr {

@@ -1,0 +1,77 @@
+// SPDX-License-Identifier: MIT
+// File: format/extractor.h -- extract_archive(): an archive (any ByteSource) -> files on disk.
+//
+// Design: driven by the index, not by re-parsing the tar stream. Directories, then file data in
+// tar-stream order, then hardlinks, symlinks and finally directory modes/mtimes (deepest first).
+// File data flows through a pipeline: one fetch thread reads batches of adjacent frames with
+// ByteSource::read_ranges (so a remote source fetches them concurrently), `threads` workers verify
+// (XXH3-128 of the compressed bytes) and decompress them, and the calling thread writes them in
+// order. Memory is bounded by about `max_inflight_bytes` of compressed plus decoded frames.
+//
+// Safety: every path is built from index names, which Index::parse has already checked (no '/',
+// no "." or "..", no NUL). Every directory is opened component by component with
+// O_NOFOLLOW | O_DIRECTORY relative to the target, so a symlink already on disk (or one this
+// archive created) is never followed. Symlinks whose target is absolute or climbs above their
+// target directory are refused unless allow_external_symlinks. Each file is written under a
+// temporary name in its directory, checked against its content digest, then renamed over the
+// final name: a failed extract leaves no half-written file under a final name.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "format/archive.h"
+
+namespace lazycache::format {
+
+// Extract the subtree of `entry` so that it becomes `dest_path` (for the archive top, root(),
+// dest_path is the directory that receives the top-level members).
+struct ExtractTarget {
+  EntryId entry = 0;
+  std::string dest_path;
+};
+
+struct ExtractProgress {
+  uint64_t files_done = 0, files_total = 0;
+  uint64_t bytes_done = 0, bytes_total = 0;  // file bytes
+};
+
+struct ExtractConfig {
+  std::vector<ExtractTarget> targets;  // see targets_under() and targets_at_original_paths()
+  // Archive paths (relative to the archive top) to restrict to; empty = everything under the
+  // targets. Ancestors of a selected path are created if missing, without changing their metadata.
+  std::vector<std::string> only_paths;
+  int threads = 0;                           // decode workers; 0 = one per online CPU
+  uint32_t batch_frames = 8;                 // adjacent frames per read_ranges call
+  uint64_t max_inflight_bytes = 256ull << 20;
+  bool allow_external_symlinks = false;      // absolute or escaping symlink targets
+  bool restore_owner = false;                // chown to the archived uid/gid (needs root)
+  bool restore_xattrs = true;                // xattrs present in the index
+  std::function<void(const ExtractProgress&)> progress;  // from the calling thread
+  std::function<void(const std::string&)> warn;          // default: stderr
+};
+
+struct ExtractStats {
+  uint64_t files = 0, dirs = 0, symlinks = 0, hardlinks = 0;
+  uint64_t file_bytes = 0;
+  uint64_t compressed_bytes_read = 0;
+  uint32_t frames_read = 0;
+  double seconds = 0;
+};
+
+// One target: the whole archive under `dir` (what `extract -C DIR` does).
+std::vector<ExtractTarget> targets_under(const Index& index, const std::string& dir);
+// One target per root, at the absolute path it was packed from (what `restore` does).
+std::vector<ExtractTarget> targets_at_original_paths(const Index& index);
+
+// Blocking. Existing files are replaced (rename over them); existing directories are reused;
+// an existing non-directory where a directory is needed is an error.
+// Errors: kInvalidArgument (bad config, unknown only_paths), kCorrupt (a frame or file fails its
+// digest; the message names the entry), kPermissionDenied (unsafe symlink or an existing symlink
+// in the way: the message names the entry), kIo, and the source's errors.
+Result<ExtractStats> extract_archive(const ArchiveReader& reader, const ExtractConfig& config);
+
+}  // namespace lazycache::format
