@@ -44,6 +44,12 @@ struct RangeRequest {
   std::string if_match;      // empty: unpinned; else a replaced object gives kPreconditionFailed
 };
 
+// The tail of an object and what identifies it, from one request where the server allows.
+struct TailRead {
+  ObjectInfo info;   // size and etag of the object the bytes came from
+  size_t bytes = 0;  // the last `bytes` bytes of the object are in out[0, bytes)
+};
+
 struct ListPage {
   std::vector<ObjectInfo> objects;  // sorted by key
   std::string next_continuation;    // empty when this is the last page
@@ -73,6 +79,11 @@ class ObjectStore {
   // Stores the whole body under key. With create_only, an existing key gives kAlreadyExists
   // and nothing is replaced. A failed put leaves no visible object and no orphaned upload.
   virtual Result<ObjectInfo> put(std::string_view key, const BodyReader& body, const PutOptions& opts) = 0;
+  // Reads the last min(length, size) bytes of key into out (out.size() >= length) together with
+  // the object's size and etag, so a reader can open an entry with one request. The default does
+  // head + get_range pinned to the etag; S3 overrides it with a suffix range (and falls back to
+  // that default when a server answers suffix ranges wrongly). length must be > 0.
+  virtual Result<TailRead> get_tail(std::string_view key, uint64_t length, std::span<std::byte> out);
   // One page of keys under prefix, in key order.
   virtual Result<ListPage> list(std::string_view prefix, std::string_view continuation) = 0;
   // Deleting an absent key is ok.
@@ -92,6 +103,9 @@ class ObjectStoreWrapper : public ObjectStore {
   Result<ObjectInfo> put(std::string_view key, const BodyReader& body, const PutOptions& opts) override {
     return inner_->put(key, body, opts);
   }
+  Result<TailRead> get_tail(std::string_view key, uint64_t length, std::span<std::byte> out) override {
+    return inner_->get_tail(key, length, out);
+  }
   Result<ListPage> list(std::string_view prefix, std::string_view continuation) override {
     return inner_->list(prefix, continuation);
   }
@@ -101,5 +115,9 @@ class ObjectStoreWrapper : public ObjectStore {
  protected:
   std::shared_ptr<ObjectStore> inner_;
 };
+
+// The key rules above: non-empty, no leading '/', no "." or ".." segment, no NUL, at most 1024
+// bytes (S3's limit). kInvalidArgument naming the key and the rule otherwise.
+Status check_object_key(std::string_view key);
 
 }  // namespace lazycache::remote

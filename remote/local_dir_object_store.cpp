@@ -1,0 +1,228 @@
+// SPDX-License-Identifier: MIT
+#include "remote/local_dir_object_store.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <vector>
+
+namespace lazycache::remote {
+namespace {
+
+constexpr const char* kTmpDir = ".lazycache-tmp";
+
+std::string etag_of(const struct stat& st) {
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "\"%llx-%llx-%llx.%lx\"", static_cast<unsigned long long>(st.st_ino),
+                static_cast<unsigned long long>(st.st_size), static_cast<unsigned long long>(st.st_mtim.tv_sec),
+                static_cast<unsigned long>(st.st_mtim.tv_nsec));
+  return buf;
+}
+
+ObjectInfo info_of(std::string_view key, const struct stat& st) {
+  return ObjectInfo{std::string(key), static_cast<uint64_t>(st.st_size), etag_of(st), st.st_mtim.tv_sec};
+}
+
+Status mkdirs(const std::string& path) {
+  if (path.empty()) return Status();
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0) {
+    if (S_ISDIR(st.st_mode)) return Status();
+    return Status(ErrorCode::kIo, path + " exists and is not a directory");
+  }
+  auto slash = path.rfind('/');
+  if (slash != std::string::npos && slash > 0) LC_RETURN_IF_ERROR(mkdirs(path.substr(0, slash)));
+  if (::mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) return errno_status("mkdir " + path);
+  return Status();
+}
+
+// Closes the fd on scope exit.
+struct Fd {
+  int fd = -1;
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+// Walks DIR/rel recursively, collecting keys (relative to DIR) with `prefix` after `after`.
+Status walk(const std::string& root, const std::string& rel, std::string_view prefix, std::string_view after,
+            std::vector<std::pair<std::string, struct stat>>& out) {
+  std::string path = rel.empty() ? root : root + "/" + rel;
+  DIR* d = ::opendir(path.c_str());
+  if (!d) {
+    if (errno == ENOENT || errno == ENOTDIR) return Status();
+    return errno_status("listing " + path);
+  }
+  std::vector<std::string> names;
+  while (dirent* e = ::readdir(d)) {
+    std::string n = e->d_name;
+    if (n == "." || n == "..") continue;
+    if (rel.empty() && n == kTmpDir) continue;
+    names.push_back(std::move(n));
+  }
+  ::closedir(d);
+  for (const auto& n : names) {
+    std::string key = rel.empty() ? n : rel + "/" + n;
+    struct stat st {};
+    if (::lstat((root + "/" + key).c_str(), &st) != 0) continue;  // removed meanwhile
+    if (S_ISDIR(st.st_mode)) {
+      // Descend only where keys under it can still match the prefix.
+      std::string dir_prefix = key + "/";
+      size_t common = std::min(dir_prefix.size(), prefix.size());
+      if (dir_prefix.compare(0, common, prefix.substr(0, common)) != 0) continue;
+      LC_RETURN_IF_ERROR(walk(root, key, prefix, after, out));
+    } else if (S_ISREG(st.st_mode)) {
+      if (key.compare(0, prefix.size(), prefix) != 0) continue;
+      if (!after.empty() && key <= after) continue;
+      out.emplace_back(key, st);
+    }
+  }
+  return Status();
+}
+
+}  // namespace
+
+Result<std::shared_ptr<LocalDirObjectStore>> LocalDirObjectStore::open(const std::string& dir) {
+  std::string d = dir;
+  while (d.size() > 1 && d.back() == '/') d.pop_back();
+  LC_RETURN_IF_ERROR(mkdirs(d).with_context("opening store directory"));
+  LC_RETURN_IF_ERROR(mkdirs(d + "/" + kTmpDir).with_context("opening store directory"));
+  return std::shared_ptr<LocalDirObjectStore>(new LocalDirObjectStore(d));
+}
+
+Result<ObjectInfo> LocalDirObjectStore::head(std::string_view key) {
+  LC_RETURN_IF_ERROR(check_object_key(key));
+  struct stat st {};
+  std::string path = path_of(key);
+  if (::stat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT || errno == ENOTDIR)
+      return Status(ErrorCode::kNotFound, "no object " + std::string(key) + " in " + describe());
+    return errno_status("stat " + path);
+  }
+  if (!S_ISREG(st.st_mode)) return Status(ErrorCode::kNotFound, "no object " + std::string(key) + " in " + describe());
+  return info_of(key, st);
+}
+
+Result<size_t> LocalDirObjectStore::get_range(const RangeRequest& req, std::span<std::byte> out) {
+  LC_RETURN_IF_ERROR(check_object_key(req.key));
+  if (req.length == 0 || out.size() < req.length)
+    return Status(ErrorCode::kInvalidArgument, "get_range of " + req.key + ": bad length");
+  std::string path = path_of(req.key);
+  Fd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+  if (f.fd < 0) {
+    if (errno == ENOENT || errno == ENOTDIR)
+      return Status(ErrorCode::kNotFound, "no object " + req.key + " in " + describe());
+    return errno_status("opening " + path);
+  }
+  struct stat st {};
+  if (::fstat(f.fd, &st) != 0) return errno_status("stat " + path);
+  // Checked on the open descriptor: a rename over the key after this point does not change
+  // what this descriptor reads, so the bytes always belong to the ETag we compared.
+  if (!req.if_match.empty() && etag_of(st) != req.if_match)
+    return Status(ErrorCode::kPreconditionFailed, "object " + req.key + " in " + describe() + " was replaced (ETag changed)");
+  uint64_t size = static_cast<uint64_t>(st.st_size);
+  if (req.offset >= size) {
+    if (req.offset == size) return size_t{0};
+    return Status(ErrorCode::kInvalidArgument, "range at " + std::to_string(req.offset) + " is past the end of " +
+                                                   req.key + " (" + std::to_string(size) + " bytes)");
+  }
+  size_t want = static_cast<size_t>(std::min<uint64_t>(req.length, size - req.offset));
+  size_t done = 0;
+  while (done < want) {
+    ssize_t n = ::pread(f.fd, out.data() + done, want - done, static_cast<off_t>(req.offset + done));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return errno_status("reading " + path);
+    }
+    if (n == 0) break;
+    done += static_cast<size_t>(n);
+  }
+  return done;
+}
+
+Result<ObjectInfo> LocalDirObjectStore::put(std::string_view key, const BodyReader& body, const PutOptions& opts) {
+  LC_RETURN_IF_ERROR(check_object_key(key));
+  static std::atomic<uint64_t> counter{0};
+  std::string tmp = dir_ + "/" + kTmpDir + "/" + std::to_string(::getpid()) + "." + std::to_string(counter.fetch_add(1));
+  std::string final_path = path_of(key);
+  if (opts.create_only) {
+    struct stat st {};
+    if (::stat(final_path.c_str(), &st) == 0)
+      return Status(ErrorCode::kAlreadyExists, "object " + std::string(key) + " already exists in " + describe());
+  }
+  Fd f{::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644)};
+  if (f.fd < 0) return errno_status("creating " + tmp);
+  struct Unlink {
+    std::string path;
+    bool armed = true;
+    ~Unlink() {
+      if (armed) ::unlink(path.c_str());
+    }
+  } cleanup{tmp};
+  std::vector<std::byte> buf(1 << 20);
+  for (;;) {
+    LC_ASSIGN_OR_RETURN(size_t n, body(buf));
+    if (n == 0) break;
+    if (n > buf.size()) return Status(ErrorCode::kInternal, "body reader returned more than asked");
+    size_t off = 0;
+    while (off < n) {
+      ssize_t w = ::write(f.fd, buf.data() + off, n - off);
+      if (w < 0) {
+        if (errno == EINTR) continue;
+        return errno_status("writing " + tmp);
+      }
+      off += static_cast<size_t>(w);
+    }
+  }
+  if (::fsync(f.fd) != 0) return errno_status("fsync " + tmp);
+  auto slash = final_path.rfind('/');
+  LC_RETURN_IF_ERROR(mkdirs(final_path.substr(0, slash)));
+  if (opts.create_only) {
+    // link(2) fails with EEXIST if the name exists, so two racing savers publish exactly once.
+    if (::link(tmp.c_str(), final_path.c_str()) != 0) {
+      if (errno == EEXIST)
+        return Status(ErrorCode::kAlreadyExists, "object " + std::string(key) + " already exists in " + describe());
+      return errno_status("publishing " + final_path);
+    }
+  } else if (::rename(tmp.c_str(), final_path.c_str()) != 0) {
+    return errno_status("publishing " + final_path);
+  } else {
+    cleanup.armed = false;
+  }
+  struct stat st {};
+  if (::stat(final_path.c_str(), &st) != 0) return errno_status("stat " + final_path);
+  return info_of(key, st);
+}
+
+Result<ListPage> LocalDirObjectStore::list(std::string_view prefix, std::string_view continuation) {
+  std::vector<std::pair<std::string, struct stat>> found;
+  // Start at the deepest directory the prefix names, not at the root.
+  std::string start;
+  if (auto slash = prefix.rfind('/'); slash != std::string_view::npos) start = std::string(prefix.substr(0, slash));
+  if (!start.empty()) LC_RETURN_IF_ERROR(check_object_key(start));
+  LC_RETURN_IF_ERROR(walk(dir_, start, prefix, continuation, found));
+  std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  ListPage page;
+  for (const auto& [key, st] : found) {
+    if (page.objects.size() == page_size_) {
+      page.next_continuation = page.objects.back().key;
+      break;
+    }
+    page.objects.push_back(info_of(key, st));
+  }
+  return page;
+}
+
+Status LocalDirObjectStore::remove(std::string_view key) {
+  LC_RETURN_IF_ERROR(check_object_key(key));
+  std::string path = path_of(key);
+  if (::unlink(path.c_str()) != 0 && errno != ENOENT && errno != ENOTDIR) return errno_status("removing " + path);
+  return Status();
+}
+
+}  // namespace lazycache::remote

@@ -1,0 +1,46 @@
+// SPDX-License-Identifier: MIT
+// File: remote/local_dir_object_store.h -- LocalDirObjectStore: objects are files under a
+// directory (the embedded default store, file:///dir or a plain path).
+//
+// Same semantics as S3:
+//  - put writes DIR/.lazycache-tmp/<unique> and publishes it with rename(2) (replace) or
+//    link(2) (create_only: fails atomically with EEXIST -> kAlreadyExists), so readers never see
+//    a partial object and a failed put leaves nothing behind.
+//  - The ETag is derived from (inode, size, mtime ns) of the published file; a replaced object
+//    is a new inode, so a read pinned to the old ETag gets kPreconditionFailed.
+//  - Keys with '/' become subdirectories; list walks them in key order, 1000 keys per page,
+//    the continuation being the last key returned (S3's start-after).
+// Thread-safe; many processes may share one directory.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "remote/object_store.h"
+
+namespace lazycache::remote {
+
+class LocalDirObjectStore final : public ObjectStore {
+ public:
+  // Creates the directory (and parents) if missing. Errors: kIo, kPermissionDenied.
+  static Result<std::shared_ptr<LocalDirObjectStore>> open(const std::string& dir);
+
+  Result<ObjectInfo> head(std::string_view key) override;
+  Result<size_t> get_range(const RangeRequest& req, std::span<std::byte> out) override;
+  Result<ObjectInfo> put(std::string_view key, const BodyReader& body, const PutOptions& opts) override;
+  Result<ListPage> list(std::string_view prefix, std::string_view continuation) override;
+  Status remove(std::string_view key) override;
+  std::string describe() const override { return "file://" + dir_; }
+
+  // Page size of list(); tests lower it to exercise paging.
+  void set_list_page_size(size_t n) { page_size_ = n == 0 ? 1 : n; }
+  const std::string& dir() const { return dir_; }
+
+ private:
+  explicit LocalDirObjectStore(std::string dir) : dir_(std::move(dir)) {}
+  std::string path_of(std::string_view key) const { return dir_ + "/" + std::string(key); }
+  std::string dir_;
+  size_t page_size_ = 1000;
+};
+
+}  // namespace lazycache::remote

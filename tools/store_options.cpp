@@ -1,0 +1,163 @@
+// SPDX-License-Identifier: MIT
+#include "tools/store_options.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <iostream>
+#include <sstream>
+
+#include "remote/local_dir_object_store.h"
+#include "remote/object_byte_source.h"
+#include "remote/retrying_object_store.h"
+#include "remote/store_url.h"
+
+namespace lazycache::cli {
+
+void add_store_options(ArgParser& args) {
+  args.option("store", "URL", "store: DIR, file:///DIR, s3://BUCKET/PREFIX or http(s)://BASE (default: $LAZYCACHE_STORE, else " +
+                                  default_store_dir() + ")");
+  args.option("endpoint", "URL", "S3 endpoint, e.g. http://127.0.0.1:9000 (default: $AWS_ENDPOINT_URL, else AWS)");
+  args.option("region", "REGION", "S3 region (default: $AWS_REGION, the profile's region, else us-east-1)");
+  args.flag("path-style", "S3 path-style addressing (default with --endpoint)");
+  args.flag("virtual-hosted", "S3 virtual-hosted addressing (default on AWS)");
+  args.flag("sign-payload", "sign upload bodies with their SHA-256 instead of UNSIGNED-PAYLOAD");
+  args.option("concurrency", "N|auto", "simultaneous requests per transfer", "auto");
+  args.option("part-size", "SIZE|auto", "multipart part size (5M..5G)", "auto");
+  args.option("memory-budget", "SIZE", "upload memory budget: (concurrency + 1) x part size fits in it", "256M");
+  args.option("retries", "N", "attempts per request on transient errors (5xx, 429, resets, stalls)", "5");
+}
+
+void add_key_options(ArgParser& args) {
+  args.option("key", "KEY", "the primary cache key");
+  args.multi("restore-keys", "PREFIX", "ordered key prefixes tried when --key misses (newline-separated lists too)");
+  args.option("scope", "SCOPE", "namespace for entries, e.g. repository and branch", "");
+}
+
+std::string default_store_dir() {
+  if (::geteuid() == 0) return "/var/cache/lazycache/store";
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg == '/') return std::string(xdg) + "/lazycache/store";
+  const char* home = std::getenv("HOME");
+  return std::string(home && *home ? home : "/tmp") + "/.cache/lazycache/store";
+}
+
+Result<remote::TransferConfig> transfer_config_from(const ArgParser& args) {
+  remote::TransferConfig config;
+  if (std::string c = args.get("concurrency"); !c.empty() && c != "auto") {
+    LC_ASSIGN_OR_RETURN(int64_t n, args.get_int("concurrency"));
+    if (n < 1 || n > 256) return Status(ErrorCode::kInvalidArgument, "--concurrency: expected 1..256 or auto");
+    config.concurrency = static_cast<int>(n);
+  }
+  if (std::string p = args.get("part-size"); !p.empty() && p != "auto") {
+    LC_ASSIGN_OR_RETURN(uint64_t n, args.get_size("part-size"));
+    if (n < remote::kMinPartSize || n > remote::kMaxPartSize)
+      return Status(ErrorCode::kInvalidArgument, "--part-size: S3 parts are 5M to 5G");
+    config.part_size_bytes = n;
+  }
+  if (args.has("memory-budget") || !args.get("memory-budget").empty()) {
+    LC_ASSIGN_OR_RETURN(config.memory_budget_bytes, args.get_size("memory-budget"));
+  }
+  if (!args.get("retries").empty()) {
+    LC_ASSIGN_OR_RETURN(int64_t n, args.get_int("retries"));
+    if (n < 1 || n > 100) return Status(ErrorCode::kInvalidArgument, "--retries: expected 1..100");
+    config.max_attempts = static_cast<int>(n);
+  }
+  return config;
+}
+
+namespace {
+
+std::string store_url_from(const ArgParser& args) {
+  if (auto s = args.get_opt("store"); s && !s->empty()) return *s;
+  if (const char* env = std::getenv("LAZYCACHE_STORE"); env && *env) return env;
+  return default_store_dir();
+}
+
+Result<std::shared_ptr<remote::ObjectStore>> open_concrete_store(const remote::StoreUrl& url, const ArgParser& args,
+                                                                 const remote::TransferConfig& transfer) {
+  (void)args;
+  (void)transfer;
+  switch (url.kind) {
+    case remote::StoreUrl::Kind::kLocalDir: {
+      LC_ASSIGN_OR_RETURN(auto store, remote::LocalDirObjectStore::open(url.dir));
+      return std::shared_ptr<remote::ObjectStore>(std::move(store));
+    }
+    case remote::StoreUrl::Kind::kS3:
+    case remote::StoreUrl::Kind::kHttp:
+      break;
+  }
+  return Status(ErrorCode::kUnsupported, url.display() + ": this store kind is not built yet");
+}
+
+}  // namespace
+
+Result<std::shared_ptr<remote::ObjectStore>> open_store(const ArgParser& args) {
+  LC_ASSIGN_OR_RETURN(auto url, remote::parse_store_url(store_url_from(args)));
+  LC_ASSIGN_OR_RETURN(auto transfer, transfer_config_from(args));
+  LC_ASSIGN_OR_RETURN(auto store, open_concrete_store(url, args, transfer));
+  remote::RetryConfig retry;
+  retry.max_attempts = transfer.max_attempts;
+  return std::shared_ptr<remote::ObjectStore>(std::make_shared<remote::RetryingObjectStore>(std::move(store), retry));
+}
+
+std::vector<std::string> restore_prefixes_from(const ArgParser& args) {
+  std::vector<std::string> out;
+  for (const auto& v : args.get_all("restore-keys")) {
+    std::istringstream in(v);
+    std::string line;
+    while (std::getline(in, line)) {
+      while (!line.empty() && (line.back() == '\r' || line.back() == ' ' || line.back() == '\t')) line.pop_back();
+      size_t start = line.find_first_not_of(" \t");
+      if (start == std::string::npos) continue;
+      out.push_back(line.substr(start));
+    }
+  }
+  return out;
+}
+
+Result<std::string> primary_object_key(const ArgParser& args) {
+  std::string key = args.get("key");
+  if (key.empty()) return Status(ErrorCode::kInvalidArgument, "--key is required");
+  return remote::entry_object_key(args.get("scope"), key);
+}
+
+Result<ResolvedEntry> resolve_entry(remote::ObjectStore& store, const ArgParser& args) {
+  ResolvedEntry entry;
+  entry.scope = args.get("scope");
+  entry.primary_key = args.get("key");
+  if (entry.primary_key.empty()) return Status(ErrorCode::kInvalidArgument, "--key is required");
+  entry.restore_prefixes = restore_prefixes_from(args);
+  LC_ASSIGN_OR_RETURN(entry.match, remote::resolve_cache_key(store, entry.scope, entry.primary_key, entry.restore_prefixes));
+  return entry;
+}
+
+std::shared_ptr<ByteSource> open_entry_source(std::shared_ptr<remote::ObjectStore> store, const remote::ObjectInfo& object) {
+  return remote::ObjectByteSource::from_info(std::move(store), object);
+}
+
+Status print_key_outputs(const ResolvedEntry& entry) {
+  std::string lines = std::string("cache-hit=") + (entry.cache_hit() ? "true" : "false") + "\n" +
+                      "cache-primary-key=" + entry.primary_key + "\n" +
+                      "cache-matched-key=" + (entry.match ? entry.match->key : "") + "\n";
+  std::cout << lines << std::flush;
+  const char* path = std::getenv("GITHUB_OUTPUT");
+  if (!path || !*path) return Status();
+  int fd = ::open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return errno_status(std::string("opening $GITHUB_OUTPUT ") + path);
+  size_t off = 0;
+  while (off < lines.size()) {
+    ssize_t n = ::write(fd, lines.data() + off, lines.size() - off);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      Status s = errno_status(std::string("writing $GITHUB_OUTPUT ") + path);
+      ::close(fd);
+      return s;
+    }
+    off += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  return Status();
+}
+
+}  // namespace lazycache::cli
