@@ -1,0 +1,599 @@
+// SPDX-License-Identifier: MIT
+// extract_archive(): index-driven extraction with a fetch -> decode -> write pipeline.
+#include "format/extractor.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <iostream>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "format/fs_util.h"
+#include "format/hashing.h"
+
+namespace lazycache::format {
+
+namespace {
+
+constexpr size_t kZeroProbeBytes = 64 * 1024;
+
+// atime left alone (UTIME_OMIT), mtime from the entry, floor-divided for pre-1970 times.
+void fill_mtime(const Entry& e, struct timespec ts[2]) {
+  ts[0].tv_sec = 0;
+  ts[0].tv_nsec = UTIME_OMIT;
+  ts[1].tv_sec = e.mtime_ns >= 0 ? e.mtime_ns / 1000000000 : -((-(e.mtime_ns + 1)) / 1000000000) - 1;
+  ts[1].tv_nsec = e.mtime_ns - ts[1].tv_sec * 1000000000;
+}
+
+struct Item {
+  EntryId id = 0;
+  uint32_t target = 0;
+  bool create_only = false;  // an ancestor of an only_paths selection: create, keep metadata
+};
+
+// Per-frame pipeline: the fetch thread reads batches of adjacent frames with one read_ranges
+// call each, decode workers verify and decompress, the calling thread consumes in order.
+class FramePipeline {
+ public:
+  FramePipeline(const ArchiveReader& reader, std::vector<uint32_t> frames, uint32_t batch, uint64_t max_inflight, int threads)
+      : reader_(reader), frames_(std::move(frames)), batch_(std::max<uint32_t>(1, batch)), max_inflight_(max_inflight) {
+    workers_.emplace_back([this] { fetch_loop(); });
+    for (int i = 0; i < threads; ++i) workers_.emplace_back([this] { decode_loop(); });
+  }
+  ~FramePipeline() {
+    cancel();
+    workers_.clear();  // joins
+  }
+
+  // The decoded frame at position `seq` of the frame list (blocking).
+  Result<std::string> take(size_t seq) {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [&] { return done_.count(seq) || !error_.ok(); });
+    if (!error_.ok()) return error_;
+    Result<std::string> r = std::move(done_.at(seq));
+    done_.erase(seq);
+    const FrameInfo& f = reader_.index().frames()[frames_[seq]];
+    inflight_ -= uint64_t{f.compressed_size} + f.uncompressed_size;
+    cv_.notify_all();
+    return r;
+  }
+  void cancel() {
+    std::lock_guard lock(mu_);
+    if (error_.ok()) error_ = Status(ErrorCode::kCancelled, "extraction stopped");
+    cv_.notify_all();
+  }
+  std::atomic<uint64_t> compressed_read{0};
+
+ private:
+  void fail(Status s) {
+    std::lock_guard lock(mu_);
+    if (error_.ok()) error_ = std::move(s);
+    cv_.notify_all();
+  }
+
+  void fetch_loop() {
+    auto frames = reader_.index().frames();
+    size_t i = 0;
+    while (i < frames_.size()) {
+      size_t end = i + 1;
+      while (end < frames_.size() && end - i < batch_ && frames_[end] == frames_[end - 1] + 1) ++end;
+      uint64_t need = 0;
+      for (size_t k = i; k < end; ++k) need += uint64_t{frames[frames_[k]].compressed_size} + frames[frames_[k]].uncompressed_size;
+      {
+        std::unique_lock lock(mu_);
+        cv_.wait(lock, [&] { return inflight_ == 0 || inflight_ + need <= max_inflight_ || !error_.ok(); });
+        if (!error_.ok()) return;
+        inflight_ += need;
+      }
+      std::vector<std::string> bufs;
+      std::vector<ReadRequest> reqs;
+      bufs.reserve(end - i);
+      for (size_t k = i; k < end; ++k) bufs.emplace_back(frames[frames_[k]].compressed_size, '\0');
+      for (size_t k = i; k < end; ++k)
+        reqs.push_back(ReadRequest{frames[frames_[k]].compressed_offset, std::as_writable_bytes(std::span<char>(bufs[k - i])), 0});
+      Status s = reader_.source().read_ranges(reqs);
+      if (!s.ok()) return fail(s.with_context("reading frames " + std::to_string(frames_[i]) + "-" + std::to_string(frames_[end - 1]) + " of " + reader_.source().describe()));
+      for (size_t k = i; k < end; ++k) {
+        if (reqs[k - i].bytes_read != bufs[k - i].size())
+          return fail(Status(ErrorCode::kCorrupt, reader_.source().describe() + ": frame " + std::to_string(frames_[k]) + " truncated"));
+        compressed_read += bufs[k - i].size();
+      }
+      std::lock_guard lock(mu_);
+      for (size_t k = i; k < end; ++k) todo_.emplace_back(k, std::move(bufs[k - i]));
+      cv_.notify_all();
+      i = end;
+    }
+  }
+
+  void decode_loop() {
+    for (;;) {
+      std::pair<size_t, std::string> job;
+      {
+        std::unique_lock lock(mu_);
+        cv_.wait(lock, [&] { return !todo_.empty() || !error_.ok(); });
+        if (!error_.ok()) return;
+        job = std::move(todo_.front());
+        todo_.pop_front();
+      }
+      auto r = reader_.decode_frame(frames_[job.first], std::as_bytes(std::span<const char>(job.second)));
+      if (!r.ok()) return fail(r.error().with_context(reader_.source().describe()));
+      std::lock_guard lock(mu_);
+      done_.emplace(job.first, std::move(r));
+      cv_.notify_all();
+    }
+  }
+
+  const ArchiveReader& reader_;
+  const std::vector<uint32_t> frames_;
+  const uint32_t batch_;
+  const uint64_t max_inflight_;
+  std::mutex mu_;  // the only lock of the pipeline
+  std::condition_variable cv_;
+  uint64_t inflight_ = 0;                               // guarded by mu_: bytes reserved by fetched frames
+  std::deque<std::pair<size_t, std::string>> todo_;     // guarded by mu_
+  std::map<size_t, Result<std::string>> done_;          // guarded by mu_
+  Status error_;                                        // guarded by mu_
+  std::vector<std::jthread> workers_;                   // last: joined first on destruction
+};
+
+class Extractor {
+ public:
+  Extractor(const ArchiveReader& reader, const ExtractConfig& config) : r_(reader), idx_(reader.index()), cfg_(config) {}
+
+  Result<ExtractStats> run();
+
+ private:
+  struct Target {
+    Fd base;              // directory for a directory target; the parent dir otherwise
+    bool is_dir = true;
+    std::string leaf;     // non-directory targets: the final name in `base`
+    std::string dest;
+  };
+  struct ActiveFile {
+    EntryId id = 0;
+    Fd dir, file;
+    std::string tmp;
+    Xxh3Stream hash;
+    uint64_t written = 0;
+  };
+
+  std::string entry_label(const Item& it) const { return "entry '" + idx_.path(it.id) + "'"; }
+
+  // Path components of `id` below its target's base, and the name in its parent.
+  std::vector<std::string> rel_comps(const Item& it) const {
+    const Target& t = targets_[it.target];
+    EntryId top = cfg_.targets[it.target].entry;
+    std::vector<std::string> comps;
+    if (!t.is_dir) return {t.leaf};
+    for (EntryId e = it.id; e != top; e = idx_.entry(e).parent) comps.emplace_back(idx_.entry(e).name);
+    std::reverse(comps.begin(), comps.end());
+    return comps;
+  }
+
+  // The parent directory of `it`, through a one-entry cache (items come grouped by parent).
+  Result<int> parent_dir(const Item& it) {
+    auto comps = rel_comps(it);
+    if (comps.empty()) return Status(ErrorCode::kInternal, "parent_dir of a target directory");
+    comps.pop_back();
+    std::pair<uint32_t, std::vector<std::string>> key{it.target, comps};
+    if (!cached_dir_.valid() || cached_key_ != key) {
+      auto fd = open_dir_below(targets_[it.target].base.get(), comps, false, entry_label(it));
+      if (!fd.ok()) return fd.error();
+      cached_dir_ = std::move(fd).value();
+      cached_key_ = std::move(key);
+    }
+    return cached_dir_.get();
+  }
+  std::string leaf_name(const Item& it) const { return targets_[it.target].is_dir ? std::string(idx_.entry(it.id).name) : targets_[it.target].leaf; }
+  std::string tmp_name() { return ".lazycache-tmp." + std::to_string(::getpid()) + "." + std::to_string(tmp_counter_++); }
+
+  Status set_times(int dirfd, const std::string& name, const Entry& e, int flags, const Item& it) {
+    struct timespec ts[2];
+    fill_mtime(e, ts);
+    if (::utimensat(dirfd, name.c_str(), ts, flags) != 0) return errno_status("setting mtime of " + entry_label(it));
+    return Status();
+  }
+  Status apply_xattrs(int fd, const Entry& e, const Item& it) {
+    if (!e.has_xattrs || !cfg_.restore_xattrs) return Status();
+    for (const auto& x : idx_.xattrs(e.id))
+      if (::fsetxattr(fd, x.name.c_str(), x.value.data(), x.value.size(), 0) != 0) warn("cannot set xattr " + x.name + " on " + entry_label(it) + ": " + std::strerror(errno));
+    return Status();
+  }
+  void warn(const std::string& m) {
+    if (cfg_.warn) cfg_.warn(m);
+    else std::cerr << "lazycache: warning: " << m << "\n";
+  }
+
+  Status open_targets();
+  Status select_items();
+  Status make_dirs();
+  Status write_files();
+  Status start_file(const Item& it, ActiveFile& af);
+  Status write_piece(ActiveFile& af, const char* data, size_t n);
+  Status finish_file(const Item& it, ActiveFile& af);
+  Status make_links();
+  Status make_symlinks();
+  Status finish_dirs();
+  bool symlink_safe(const Item& it, std::string_view target) const;
+
+  const ArchiveReader& r_;
+  const Index& idx_;
+  const ExtractConfig& cfg_;
+  std::vector<Target> targets_;
+  std::vector<Item> items_;  // depth-first order, parents before children
+  std::map<EntryId, size_t> leader_item_;  // link group -> item holding the data
+  Fd cached_dir_;
+  std::pair<uint32_t, std::vector<std::string>> cached_key_;
+  uint64_t tmp_counter_ = 0;
+  ExtractStats stats_;
+  ExtractProgress progress_;
+};
+
+Status Extractor::open_targets() {
+  if (cfg_.targets.empty()) return Status(ErrorCode::kInvalidArgument, "nothing to extract: no targets");
+  for (const auto& t : cfg_.targets) {
+    if (t.entry >= idx_.entry_count()) return Status(ErrorCode::kInvalidArgument, "target entry out of range");
+    if (t.dest_path.empty()) return Status(ErrorCode::kInvalidArgument, "empty destination path");
+    Target out;
+    out.dest = t.dest_path;
+    out.is_dir = idx_.entry(t.entry).type == EntryType::kDirectory;
+    if (out.is_dir) {
+      LC_ASSIGN_OR_RETURN(out.base, open_dir_path(t.dest_path, true));
+    } else {
+      std::string path = t.dest_path;
+      while (path.size() > 1 && path.back() == '/') path.pop_back();
+      size_t slash = path.rfind('/');
+      std::string parent = slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
+      out.leaf = slash == std::string::npos ? path : path.substr(slash + 1);
+      if (out.leaf.empty() || out.leaf == "." || out.leaf == "..") return Status(ErrorCode::kInvalidArgument, "bad destination " + t.dest_path);
+      LC_ASSIGN_OR_RETURN(out.base, open_dir_path(parent, true));
+    }
+    targets_.push_back(std::move(out));
+  }
+  return Status();
+}
+
+Status Extractor::select_items() {
+  std::set<EntryId> selected, ancestors;
+  for (const auto& p : cfg_.only_paths) {
+    auto id = idx_.lookup_path(p);
+    if (!id) return Status(ErrorCode::kNotFound, "'" + p + "' is not in the archive");
+    selected.insert(*id);
+    for (EntryId e = *id; e != idx_.root(); ) {
+      e = idx_.entry(e).parent;
+      ancestors.insert(e);
+    }
+  }
+  auto in_selection = [&](EntryId id) {
+    for (EntryId e = id;; e = idx_.entry(e).parent) {
+      if (selected.count(e)) return true;
+      if (e == idx_.root()) return false;
+    }
+  };
+  for (uint32_t t = 0; t < cfg_.targets.size(); ++t) {
+    std::vector<EntryId> stack{cfg_.targets[t].entry};
+    while (!stack.empty()) {
+      EntryId id = stack.back();
+      stack.pop_back();
+      bool chosen = selected.empty() || in_selection(id);
+      bool ancestor = !chosen && ancestors.count(id);
+      if (!chosen && !ancestor) continue;
+      if (id != cfg_.targets[t].entry || !targets_[t].is_dir || chosen) items_.push_back(Item{id, t, ancestor});
+      auto ch = idx_.children(id);
+      for (uint32_t c = ch.first + ch.count; c-- > ch.first;) stack.push_back(c);
+    }
+  }
+  for (size_t i = 0; i < items_.size(); ++i) {
+    Entry e = idx_.entry(items_[i].id);
+    if (e.type == EntryType::kRegular) {
+      ++progress_.files_total;
+      if (leader_item_.emplace(e.link_group, i).second) progress_.bytes_total += e.size;
+    }
+  }
+  return Status();
+}
+
+Status Extractor::make_dirs() {
+  for (const auto& it : items_) {
+    Entry e = idx_.entry(it.id);
+    if (e.type != EntryType::kDirectory) continue;
+    if (it.id == cfg_.targets[it.target].entry) continue;  // the target directory itself exists already
+    LC_ASSIGN_OR_RETURN(int dir, parent_dir(it));
+    std::string name = leaf_name(it);
+    if (::mkdirat(dir, name.c_str(), 0700) != 0) {
+      if (errno != EEXIST) return errno_status("creating directory for " + entry_label(it));
+      struct stat st;
+      if (::fstatat(dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return errno_status("lstat for " + entry_label(it));
+      if (!S_ISDIR(st.st_mode))
+        return Status(ErrorCode::kPermissionDenied, entry_label(it) + ": a non-directory (" + std::string(S_ISLNK(st.st_mode) ? "symlink" : "file") + ") is in the way at the destination");
+      // Keep an existing directory writable for us until finish_dirs() sets its mode.
+      if ((st.st_mode & 0700) != 0700 && !e.implicit_dir && !it.create_only) ::fchmodat(dir, name.c_str(), (st.st_mode & 07777) | 0700, 0);
+    }
+    ++stats_.dirs;
+  }
+  return Status();
+}
+
+Status Extractor::start_file(const Item& it, ActiveFile& af) {
+  af.id = it.id;
+  LC_ASSIGN_OR_RETURN(int dir, parent_dir(it));
+  af.dir = Fd(::dup(dir));
+  if (!af.dir.valid()) return errno_status("dup");
+  af.tmp = tmp_name();
+  int fd = ::openat(af.dir.get(), af.tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) return errno_status("creating a temporary file for " + entry_label(it));
+  af.file = Fd(fd);
+  af.written = 0;
+  return Status();
+}
+
+Status Extractor::write_piece(ActiveFile& af, const char* data, size_t n) {
+  af.hash.update(std::as_bytes(std::span<const char>(data, n)));
+  // Runs of zeros become holes: big sparse files (VM images, caches) stay sparse on disk.
+  size_t pos = 0;
+  while (pos < n) {
+    size_t len = std::min(kZeroProbeBytes, n - pos);
+    const char* p = data + pos;
+    bool zero = p[0] == 0 && std::memcmp(p, p + 1, len - 1) == 0;
+    if (!zero) {
+      size_t done = 0;
+      while (done < len) {
+        ssize_t w = ::pwrite(af.file.get(), p + done, len - done, static_cast<off_t>(af.written + pos + done));
+        if (w < 0) {
+          if (errno == EINTR) continue;
+          return errno_status("writing " + idx_.path(af.id));
+        }
+        done += static_cast<size_t>(w);
+      }
+    }
+    pos += len;
+  }
+  af.written += n;
+  progress_.bytes_done += n;
+  stats_.file_bytes += n;
+  return Status();
+}
+
+Status Extractor::finish_file(const Item& it, ActiveFile& af) {
+  Entry e = idx_.entry(it.id);
+  if (::ftruncate(af.file.get(), static_cast<off_t>(e.size)) != 0) return errno_status("truncating " + entry_label(it));
+  Status st;
+  if (af.hash.digest() != e.content_digest) {
+    st = Status(ErrorCode::kCorrupt, entry_label(it) + ": content does not match its XXH3-128 digest");
+  } else if (cfg_.restore_owner && ::fchown(af.file.get(), e.uid, e.gid) != 0) {
+    st = errno_status("chown " + entry_label(it));
+  } else if (::fchmod(af.file.get(), e.mode) != 0) {
+    st = errno_status("chmod " + entry_label(it));
+  }
+  if (st.ok()) st = apply_xattrs(af.file.get(), e, it);
+  if (st.ok()) st = set_times(af.dir.get(), af.tmp, e, AT_SYMLINK_NOFOLLOW, it);
+  if (st.ok() && ::renameat(af.dir.get(), af.tmp.c_str(), af.dir.get(), leaf_name(it).c_str()) != 0) st = errno_status("renaming into place " + entry_label(it));
+  if (!st.ok()) ::unlinkat(af.dir.get(), af.tmp.c_str(), 0);
+  af.file.reset();
+  af.dir.reset();
+  af.tmp.clear();
+  af.hash.reset();
+  ++stats_.files;
+  ++progress_.files_done;
+  return st;
+}
+
+Status Extractor::write_files() {
+  // Data holders sorted by their offset in the tar stream.
+  std::vector<size_t> files;
+  for (const auto& [group, item] : leader_item_) files.push_back(item);
+  std::sort(files.begin(), files.end(), [&](size_t a, size_t b) { return idx_.entry(items_[a].id).data_offset < idx_.entry(items_[b].id).data_offset; });
+  std::vector<uint32_t> frames;
+  for (size_t fi : files) {
+    Entry e = idx_.entry(items_[fi].id);
+    if (e.size == 0) continue;
+    auto [first, last] = idx_.frames_for_range(e.data_offset, e.size);
+    for (uint32_t f = first; f <= last; ++f)
+      if (frames.empty() || frames.back() < f) frames.push_back(f);
+  }
+  int threads = cfg_.threads > 0 ? cfg_.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  FramePipeline pipe(r_, frames, cfg_.batch_frames, cfg_.max_inflight_bytes, threads);
+  size_t next = 0;  // next file in `files` to start
+  ActiveFile af;
+  bool active = false;
+  auto finish_error = [&](Status s) {
+    if (active) ::unlinkat(af.dir.get(), af.tmp.c_str(), 0);
+    pipe.cancel();
+    return s;
+  };
+  // Empty files need no frame.
+  auto start_empty = [&]() -> Status {
+    while (next < files.size() && idx_.entry(items_[files[next]].id).size == 0) {
+      ActiveFile empty;
+      LC_RETURN_IF_ERROR(start_file(items_[files[next]], empty));
+      LC_RETURN_IF_ERROR(finish_file(items_[files[next]], empty));
+      ++next;
+    }
+    return Status();
+  };
+  if (Status s = start_empty(); !s.ok()) return finish_error(s);
+  for (size_t seq = 0; seq < frames.size(); ++seq) {
+    auto data = pipe.take(seq);
+    if (!data.ok()) return finish_error(data.error());
+    ++stats_.frames_read;
+    const FrameInfo& f = idx_.frames()[frames[seq]];
+    uint64_t f_end = f.uncompressed_offset + f.uncompressed_size;
+    for (;;) {
+      if (!active) {
+        if (Status s = start_empty(); !s.ok()) return finish_error(s);
+        if (next >= files.size() || idx_.entry(items_[files[next]].id).data_offset >= f_end) break;
+        if (Status s = start_file(items_[files[next]], af); !s.ok()) return finish_error(s);
+        active = true;
+        ++next;
+      }
+      Entry e = idx_.entry(af.id);
+      uint64_t from = e.data_offset + af.written;
+      uint64_t to = std::min(e.data_offset + e.size, f_end);
+      if (from < f.uncompressed_offset) return finish_error(Status(ErrorCode::kInternal, "frame order bug"));
+      if (Status s = write_piece(af, data->data() + (from - f.uncompressed_offset), to - from); !s.ok()) return finish_error(s);
+      if (af.written < e.size) break;  // continues in the next frame
+      active = false;
+      Item it = items_[leader_item_.at(e.link_group)];
+      if (Status s = finish_file(it, af); !s.ok()) return finish_error(s);
+      if (cfg_.progress) cfg_.progress(progress_);
+    }
+  }
+  if (Status s = start_empty(); !s.ok()) return finish_error(s);
+  if (active || next != files.size()) return finish_error(Status(ErrorCode::kInternal, "files left unfinished after the last frame"));
+  stats_.compressed_bytes_read = pipe.compressed_read;
+  return Status();
+}
+
+Status Extractor::make_links() {
+  for (size_t i = 0; i < items_.size(); ++i) {
+    const Item& it = items_[i];
+    Entry e = idx_.entry(it.id);
+    if (e.type != EntryType::kRegular) continue;
+    size_t leader = leader_item_.at(e.link_group);
+    if (leader == i) continue;
+    const Item& li = items_[leader];
+    LC_ASSIGN_OR_RETURN(int ldir_raw, parent_dir(li));
+    Fd ldir(::dup(ldir_raw));
+    LC_ASSIGN_OR_RETURN(int dir, parent_dir(it));
+    std::string tmp = tmp_name();
+    if (::linkat(ldir.get(), leaf_name(li).c_str(), dir, tmp.c_str(), 0) != 0) {
+      if (errno != EXDEV && errno != EMLINK) return errno_status("hardlinking " + entry_label(it));
+      // Different filesystems (roots restored to different mounts): copy instead.
+      int in = ::openat(ldir.get(), leaf_name(li).c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+      if (in < 0) return errno_status("opening " + entry_label(li));
+      Fd src(in);
+      int out = ::openat(dir, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, e.mode);
+      if (out < 0) return errno_status("creating " + entry_label(it));
+      Fd dst(out);
+      std::string buf(1 << 20, '\0');
+      for (;;) {
+        ssize_t n = ::read(src.get(), buf.data(), buf.size());
+        if (n < 0) return errno_status("copying " + entry_label(it));
+        if (n == 0) break;
+        if (::write(dst.get(), buf.data(), static_cast<size_t>(n)) != n) return errno_status("copying " + entry_label(it));
+      }
+      if (::fchmod(dst.get(), e.mode) != 0) return errno_status("chmod " + entry_label(it));
+      LC_RETURN_IF_ERROR(set_times(dir, tmp, e, AT_SYMLINK_NOFOLLOW, it));
+    }
+    if (::renameat(dir, tmp.c_str(), dir, leaf_name(it).c_str()) != 0) {
+      Status s = errno_status("renaming into place " + entry_label(it));
+      ::unlinkat(dir, tmp.c_str(), 0);
+      return s;
+    }
+    ++stats_.hardlinks;
+    ++progress_.files_done;
+  }
+  return Status();
+}
+
+bool Extractor::symlink_safe(const Item& it, std::string_view target) const {
+  if (target.empty() || target[0] == '/') return false;
+  int64_t depth = static_cast<int64_t>(rel_comps(it).size()) - 1;  // directories above the link, inside the target
+  for (const auto& c : split_path(target)) {
+    if (c == "..") {
+      if (--depth < 0) return false;
+    } else {
+      ++depth;
+    }
+  }
+  return true;
+}
+
+Status Extractor::make_symlinks() {
+  for (const auto& it : items_) {
+    Entry e = idx_.entry(it.id);
+    if (e.type != EntryType::kSymlink) continue;
+    if (!cfg_.allow_external_symlinks && !symlink_safe(it, e.symlink_target))
+      return Status(ErrorCode::kPermissionDenied, entry_label(it) + ": symlink target '" + std::string(e.symlink_target) +
+                                                      "' points outside the extraction directory (allow with --allow-external-symlinks)");
+    LC_ASSIGN_OR_RETURN(int dir, parent_dir(it));
+    std::string tmp = tmp_name();
+    if (::symlinkat(std::string(e.symlink_target).c_str(), dir, tmp.c_str()) != 0) return errno_status("creating symlink " + entry_label(it));
+    Status st;
+    if (cfg_.restore_owner && ::fchownat(dir, tmp.c_str(), e.uid, e.gid, AT_SYMLINK_NOFOLLOW) != 0) st = errno_status("chown " + entry_label(it));
+    if (st.ok()) st = set_times(dir, tmp, e, AT_SYMLINK_NOFOLLOW, it);
+    if (st.ok() && ::renameat(dir, tmp.c_str(), dir, leaf_name(it).c_str()) != 0) st = errno_status("renaming into place " + entry_label(it));
+    if (!st.ok()) {
+      ::unlinkat(dir, tmp.c_str(), 0);
+      return st;
+    }
+    ++stats_.symlinks;
+  }
+  return Status();
+}
+
+Status Extractor::finish_dirs() {
+  // Deepest first, so setting a child's metadata does not change its parent's mtime afterwards.
+  for (size_t i = items_.size(); i-- > 0;) {
+    const Item& it = items_[i];
+    Entry e = idx_.entry(it.id);
+    if (e.type != EntryType::kDirectory || it.create_only || e.implicit_dir || it.id == idx_.root()) continue;
+    bool is_target = it.id == cfg_.targets[it.target].entry;
+    Fd fd;
+    if (is_target) {
+      fd = Fd(::dup(targets_[it.target].base.get()));
+    } else {
+      LC_ASSIGN_OR_RETURN(int dir, parent_dir(it));
+      int d = ::openat(dir, leaf_name(it).c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      if (d < 0) return errno_status("opening " + entry_label(it));
+      fd = Fd(d);
+    }
+    if (cfg_.restore_owner && ::fchown(fd.get(), e.uid, e.gid) != 0) return errno_status("chown " + entry_label(it));
+    if (::fchmod(fd.get(), e.mode) != 0) return errno_status("chmod " + entry_label(it));
+    LC_RETURN_IF_ERROR(apply_xattrs(fd.get(), e, it));
+    struct timespec ts[2];
+    fill_mtime(e, ts);
+    if (::futimens(fd.get(), ts) != 0) return errno_status("setting mtime of " + entry_label(it));
+  }
+  return Status();
+}
+
+Result<ExtractStats> Extractor::run() {
+  auto start = std::chrono::steady_clock::now();
+  LC_RETURN_IF_ERROR(open_targets());
+  LC_RETURN_IF_ERROR(select_items());
+  LC_RETURN_IF_ERROR(make_dirs());
+  // Refuse unsafe symlinks before any file data is written.
+  if (!cfg_.allow_external_symlinks)
+    for (const auto& it : items_) {
+      Entry e = idx_.entry(it.id);
+      if (e.type == EntryType::kSymlink && !symlink_safe(it, e.symlink_target))
+        return Status(ErrorCode::kPermissionDenied, entry_label(it) + ": symlink target '" + std::string(e.symlink_target) +
+                                                        "' points outside the extraction directory (allow with --allow-external-symlinks)");
+    }
+  LC_RETURN_IF_ERROR(write_files());
+  LC_RETURN_IF_ERROR(make_links());
+  LC_RETURN_IF_ERROR(make_symlinks());
+  LC_RETURN_IF_ERROR(finish_dirs());
+  if (cfg_.progress) cfg_.progress(progress_);
+  stats_.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return stats_;
+}
+
+}  // namespace
+
+std::vector<ExtractTarget> targets_under(const Index& index, const std::string& dir) { return {ExtractTarget{index.root(), dir}}; }
+
+std::vector<ExtractTarget> targets_at_original_paths(const Index& index) {
+  std::vector<ExtractTarget> out;
+  for (const auto& r : index.roots()) out.push_back(ExtractTarget{r.entry, r.original_path});
+  return out;
+}
+
+Result<ExtractStats> extract_archive(const ArchiveReader& reader, const ExtractConfig& config) {
+  Extractor x(reader, config);
+  return x.run();
+}
+
+}  // namespace lazycache::format

@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: MIT
+#include "format/fs_util.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+namespace lazycache::format {
+
+void Fd::reset() {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+}
+
+std::vector<std::string> split_path(std::string_view path) {
+  std::vector<std::string> out;
+  size_t i = 0;
+  while (i <= path.size()) {
+    size_t j = path.find('/', i);
+    if (j == std::string_view::npos) j = path.size();
+    std::string_view part = path.substr(i, j - i);
+    if (!part.empty() && part != ".") out.emplace_back(part);
+    i = j + 1;
+  }
+  return out;
+}
+
+Result<Fd> open_dir_below(int base_fd, const std::vector<std::string>& comps, bool create, const std::string& what) {
+  Fd cur(::dup(base_fd));
+  if (!cur.valid()) return errno_status("dup");
+  for (const auto& c : comps) {
+    int fd = ::openat(cur.get(), c.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0 && errno == ENOENT && create) {
+      if (::mkdirat(cur.get(), c.c_str(), 0755) != 0 && errno != EEXIST) return errno_status("creating directory " + c + " of " + what);
+      fd = ::openat(cur.get(), c.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    }
+    if (fd < 0) {
+      int err = errno;
+      if (err == ELOOP || err == ENOTDIR)
+        return Status(ErrorCode::kPermissionDenied, what + ": '" + c + "' is a symlink or not a directory; refusing to follow it", err);
+      return errno_status("opening directory " + c + " of " + what, err);
+    }
+    cur = Fd(fd);
+  }
+  return cur;
+}
+
+Result<Fd> open_dir_path(const std::string& path, bool create_parents) {
+  if (create_parents) {
+    bool absolute = !path.empty() && path[0] == '/';
+    std::string prefix = absolute ? "/" : "";
+    for (const auto& c : split_path(path)) {
+      prefix += c;
+      if (::mkdir(prefix.c_str(), 0755) != 0 && errno != EEXIST) return errno_status("creating directory " + prefix);
+      prefix += '/';
+    }
+  }
+  int fd = ::open(path.empty() ? "." : path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return errno_status("opening directory " + path);
+  return Fd(fd);
+}
+
+}  // namespace lazycache::format

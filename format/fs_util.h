@@ -1,0 +1,53 @@
+// SPDX-License-Identifier: MIT
+// File: format/fs_util.h -- small POSIX helpers for the writer and the extractor: an owning fd
+// and path walks that open one component at a time with O_NOFOLLOW (so paths longer than
+// PATH_MAX work, and a symlink on the way is never followed).
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "common/status.h"
+
+namespace lazycache::format {
+
+class Fd {
+ public:
+  Fd() = default;
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd() { reset(); }
+  Fd(Fd&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
+  Fd& operator=(Fd&& o) noexcept {
+    if (this != &o) {
+      reset();
+      fd_ = std::exchange(o.fd_, -1);
+    }
+    return *this;
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int get() const { return fd_; }
+  bool valid() const { return fd_ >= 0; }
+  void reset();
+
+ private:
+  int fd_ = -1;
+};
+
+// Splits "a//b/./c/" into {"a","b","c"}; ".." is kept (callers reject it).
+std::vector<std::string> split_path(std::string_view path);
+
+// Opens directory `comps` below the directory `base_fd`, one component at a time with
+// O_NOFOLLOW | O_DIRECTORY. With `create`, missing components are made with mode 0755 (in
+// `created`, when given, the number of components that were made).
+// `what` names the path in errors. Errors: kNotFound, kPermissionDenied (a symlink or a
+// non-directory on the way), kIo.
+Result<Fd> open_dir_below(int base_fd, const std::vector<std::string>& comps, bool create, const std::string& what);
+
+// Opens an existing directory by path (absolute or relative to the cwd), following symlinks
+// only in `path` itself, as the user gave it.
+Result<Fd> open_dir_path(const std::string& path, bool create_parents);
+
+}  // namespace lazycache::format

@@ -1,0 +1,257 @@
+// SPDX-License-Identifier: MIT
+#include "format/tree_scan.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+
+#include "format/fs_util.h"
+
+namespace lazycache::format {
+
+namespace {
+
+std::string join(const std::vector<std::string>& comps, size_t n) {
+  std::string out;
+  for (size_t i = 0; i < n && i < comps.size(); ++i) {
+    if (i) out += '/';
+    out += comps[i];
+  }
+  return out;
+}
+
+class Scanner {
+ public:
+  Scanner(ScannedTree& t, bool xattrs, const std::function<void(const std::string&)>& warn) : t_(t), xattrs_(xattrs), warn_(warn) {}
+
+  uint32_t add_node(IndexNode n, uint32_t parent, int32_t root) {
+    auto id = static_cast<uint32_t>(t_.model.nodes.size());
+    n.parent = parent;
+    n.link_group = id;
+    t_.model.nodes.push_back(std::move(n));
+    t_.node_root.push_back(root);
+    t_.dev_ino.emplace_back(0, 0);
+    t_.stat_nlink.push_back(1);
+    if (id != parent) t_.model.nodes[parent].children.push_back(id);
+    return id;
+  }
+
+  static void fill_from_stat(IndexNode& n, const struct stat& st) {
+    n.mode = st.st_mode & 07777;
+    n.uid = st.st_uid;
+    n.gid = st.st_gid;
+    n.mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+  }
+
+  // Adds the entry `name` in directory `dirfd` (already lstat-ed) under `parent`.
+  Status add_entry(int dirfd, const std::string& name, const struct stat& st, uint32_t parent, int32_t root, const std::string& path) {
+    IndexNode n;
+    n.name = name;
+    fill_from_stat(n, st);
+    if (S_ISREG(st.st_mode)) {
+      n.type = EntryType::kRegular;
+      n.size = static_cast<uint64_t>(st.st_size);
+      if (xattrs_) LC_RETURN_IF_ERROR(xattrs_of(dirfd, name, O_RDONLY | O_NONBLOCK, path, n));
+      uint32_t id = add_node(std::move(n), parent, root);
+      t_.dev_ino[id] = {st.st_dev, st.st_ino};
+      t_.stat_nlink[id] = st.st_nlink;
+      return Status();
+    }
+    if (S_ISLNK(st.st_mode)) {
+      n.type = EntryType::kSymlink;
+      std::string target(static_cast<size_t>(st.st_size) + 1, '\0');
+      for (;;) {
+        ssize_t len = ::readlinkat(dirfd, name.c_str(), target.data(), target.size());
+        if (len < 0) return errno_status("readlink " + path);
+        if (static_cast<size_t>(len) < target.size()) {
+          target.resize(static_cast<size_t>(len));
+          break;
+        }
+        target.resize(target.size() * 2);
+      }
+      if (target.empty()) {
+        warn_("skipping symlink with an empty target: " + path);
+        ++t_.skipped;
+        return Status();
+      }
+      n.size = target.size();
+      n.symlink_target = std::move(target);
+      add_node(std::move(n), parent, root);
+      return Status();
+    }
+    if (S_ISDIR(st.st_mode)) {
+      n.type = EntryType::kDirectory;
+      int fd = ::openat(dirfd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      if (fd < 0) return errno_status("opening directory " + path);
+      Fd dir(fd);
+      if (xattrs_) {
+        LC_ASSIGN_OR_RETURN(n.xattrs, read_xattrs(dir.get(), path));
+      }
+      uint32_t id = add_node(std::move(n), parent, root);
+      return scan_dir(dir.get(), id, root, path);
+    }
+    warn_("skipping " + path + ": sockets, devices and fifos are not archived");
+    ++t_.skipped;
+    return Status();
+  }
+
+  Status scan_dir(int dirfd, uint32_t node, int32_t root, const std::string& path) {
+    std::vector<std::string> names;
+    {
+      int fd = ::dup(dirfd);
+      if (fd < 0) return errno_status("dup");
+      DIR* d = ::fdopendir(fd);
+      if (!d) {
+        ::close(fd);
+        return errno_status("reading directory " + path);
+      }
+      errno = 0;
+      while (struct dirent* de = ::readdir(d)) {
+        std::string n = de->d_name;
+        if (n != "." && n != "..") names.push_back(std::move(n));
+        errno = 0;
+      }
+      int err = errno;
+      ::closedir(d);
+      if (err) return errno_status("reading directory " + path, err);
+    }
+    std::sort(names.begin(), names.end());
+    for (const auto& name : names) {
+      struct stat st;
+      std::string child = path + "/" + name;
+      if (::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+        if (errno == ENOENT) {  // removed while we scanned: not an error for a live cache dir
+          warn_("skipping " + child + ": removed during the scan");
+          continue;
+        }
+        return errno_status("lstat " + child);
+      }
+      LC_RETURN_IF_ERROR(add_entry(dirfd, name, st, node, root, child));
+    }
+    return Status();
+  }
+
+  Status xattrs_of(int dirfd, const std::string& name, int flags, const std::string& path, IndexNode& n) {
+    int fd = ::openat(dirfd, name.c_str(), flags | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) return errno_status("opening " + path);
+    Fd f(fd);
+    LC_ASSIGN_OR_RETURN(n.xattrs, read_xattrs(f.get(), path));
+    return Status();
+  }
+
+ private:
+  ScannedTree& t_;
+  bool xattrs_;
+  const std::function<void(const std::string&)>& warn_;
+};
+
+}  // namespace
+
+Result<std::vector<NormalizedRoot>> normalize_roots(const std::vector<PackRoot>& roots, const std::string& cwd) {
+  if (roots.empty()) return Status(ErrorCode::kInvalidArgument, "no paths to pack");
+  std::vector<NormalizedRoot> out;
+  for (const auto& r : roots) {
+    if (r.path.empty()) return Status(ErrorCode::kInvalidArgument, "empty path");
+    auto comps = split_path(r.path);
+    for (const auto& c : comps)
+      if (c == "..") return Status(ErrorCode::kInvalidArgument, "path '" + r.path + "' contains '..'; give it without '..'");
+    if (comps.empty())
+      return Status(ErrorCode::kInvalidArgument, "path '" + r.path + "' names no member (pack a directory by its name, not '.' or '/')");
+    NormalizedRoot n;
+    n.member_prefix = join(comps, comps.size());
+    if (r.path[0] == '/') {
+      n.original_path = "/" + n.member_prefix;
+    } else {
+      std::string base = cwd == "/" ? "" : cwd;
+      n.original_path = base + "/" + n.member_prefix;
+    }
+    out.push_back(std::move(n));
+  }
+  for (size_t i = 0; i < out.size(); ++i)
+    for (size_t j = 0; j < out.size(); ++j) {
+      if (i == j) continue;
+      const auto& a = out[i].member_prefix;
+      const auto& b = out[j].member_prefix;
+      if (a == b || (b.size() > a.size() && b.compare(0, a.size(), a) == 0 && b[a.size()] == '/'))
+        return Status(ErrorCode::kInvalidArgument, "paths '" + roots[i].path + "' and '" + roots[j].path + "' overlap (both map to archive member " + b + ")");
+    }
+  return out;
+}
+
+Result<std::vector<Xattr>> read_xattrs(int fd, const std::string& what) {
+  std::vector<Xattr> out;
+  ssize_t len = ::flistxattr(fd, nullptr, 0);
+  if (len < 0) {
+    if (errno == ENOTSUP) return out;
+    return errno_status("listing xattrs of " + what);
+  }
+  std::string names(static_cast<size_t>(len), '\0');
+  len = ::flistxattr(fd, names.data(), names.size());
+  if (len < 0) return errno_status("listing xattrs of " + what);
+  names.resize(static_cast<size_t>(len));
+  for (size_t i = 0; i < names.size();) {
+    std::string name(names.c_str() + i);
+    i += name.size() + 1;
+    if (name.rfind("user.", 0) != 0 && name.rfind("trusted.", 0) != 0 && name.rfind("security.", 0) != 0) continue;
+    ssize_t vlen = ::fgetxattr(fd, name.c_str(), nullptr, 0);
+    if (vlen < 0) return errno_status("reading xattr " + name + " of " + what);
+    std::string value(static_cast<size_t>(vlen), '\0');
+    vlen = ::fgetxattr(fd, name.c_str(), value.data(), value.size());
+    if (vlen < 0) return errno_status("reading xattr " + name + " of " + what);
+    value.resize(static_cast<size_t>(vlen));
+    out.push_back(Xattr{std::move(name), std::move(value)});
+  }
+  std::sort(out.begin(), out.end(), [](const Xattr& a, const Xattr& b) { return a.name < b.name; });
+  return out;
+}
+
+Result<ScannedTree> scan_tree(const std::vector<NormalizedRoot>& roots, bool xattrs,
+                              const std::function<void(const std::string&)>& warn) {
+  ScannedTree t;
+  Scanner s(t, xattrs, warn);
+  IndexNode top;
+  top.type = EntryType::kDirectory;
+  top.mode = 0755;
+  s.add_node(std::move(top), 0, -1);
+  for (size_t ri = 0; ri < roots.size(); ++ri) {
+    const auto& r = roots[ri];
+    auto comps = split_path(r.member_prefix);
+    std::string base = r.original_path.substr(0, r.original_path.size() - r.member_prefix.size());  // ends with '/'
+    uint32_t parent = 0;
+    for (size_t i = 0; i + 1 < comps.size(); ++i) {  // implicit ancestors, shared between roots
+      uint32_t found = UINT32_MAX;
+      for (uint32_t c : t.model.nodes[parent].children)
+        if (t.model.nodes[c].name == comps[i]) found = c;
+      if (found == UINT32_MAX) {
+        IndexNode n;
+        n.name = comps[i];
+        n.type = EntryType::kDirectory;
+        n.implicit_dir = true;
+        struct stat st;
+        if (::stat((base + join(comps, i + 1)).c_str(), &st) == 0 && S_ISDIR(st.st_mode)) Scanner::fill_from_stat(n, st);
+        found = s.add_node(std::move(n), parent, -1);
+      } else if (!t.model.nodes[found].implicit_dir) {
+        return Status(ErrorCode::kInvalidArgument, "path " + r.original_path + " lies inside another path being packed");
+      }
+      parent = found;
+    }
+    std::string dir_path = r.original_path.substr(0, r.original_path.rfind('/'));
+    int dfd = ::open(dir_path.empty() ? "/" : dir_path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0) return errno_status("opening " + (dir_path.empty() ? std::string("/") : dir_path));
+    Fd dir(dfd);
+    struct stat st;
+    if (::fstatat(dir.get(), comps.back().c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return errno_status("lstat " + r.original_path);
+    size_t before = t.model.nodes.size();
+    LC_RETURN_IF_ERROR(s.add_entry(dir.get(), comps.back(), st, parent, static_cast<int32_t>(ri), r.original_path));
+    if (t.model.nodes.size() == before) return Status(ErrorCode::kInvalidArgument, "path " + r.original_path + " is not a file, directory or symlink");
+    t.model.roots.push_back(IndexRootSpec{r.original_path, r.member_prefix, static_cast<uint32_t>(before)});
+  }
+  return t;
+}
+
+}  // namespace lazycache::format

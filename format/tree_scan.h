@@ -1,0 +1,42 @@
+// SPDX-License-Identifier: MIT
+// File: format/tree_scan.h -- the first stage of packing: normalise the roots and lstat the
+// trees into an IndexModel (names sorted bytewise, no file data read yet).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "format/archive_writer.h"
+#include "format/index_builder.h"
+
+namespace lazycache::format {
+
+struct NormalizedRoot {
+  std::string original_path;  // absolute, lexically normalised
+  std::string member_prefix;  // relative, no "." components, no trailing '/'
+};
+
+// Applies the PackRoot rules (archive_writer.h). `cwd` resolves relative paths.
+// Errors: kInvalidArgument naming the offending path.
+Result<std::vector<NormalizedRoot>> normalize_roots(const std::vector<PackRoot>& roots, const std::string& cwd);
+
+struct ScannedTree {
+  IndexModel model;                 // nodes and roots filled; frames/hot/totals not yet
+  std::vector<int32_t> node_root;   // per node: which root's tree it is in (-1: top or implicit)
+  std::vector<std::pair<uint64_t, uint64_t>> dev_ino;  // per node (regular files), for hardlinks
+  std::vector<uint64_t> stat_nlink;                    // per node
+  uint64_t skipped = 0;
+};
+
+// Scans the trees. Sockets, devices and fifos are skipped with a warning.
+// Errors: kNotFound (a root is missing), kIo / kPermissionDenied naming the path.
+Result<ScannedTree> scan_tree(const std::vector<NormalizedRoot>& roots, bool xattrs,
+                              const std::function<void(const std::string&)>& warn);
+
+// Reads the xattrs we store (user., trusted., security.) of an open fd, sorted by name.
+Result<std::vector<Xattr>> read_xattrs(int fd, const std::string& what);
+
+}  // namespace lazycache::format
