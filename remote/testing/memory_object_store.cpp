@@ -9,24 +9,6 @@
 
 namespace lazycache::remote::testing {
 
-Status validate_object_key(std::string_view key) {
-  auto bad = [&](const char* why) {
-    return Status(ErrorCode::kInvalidArgument, "invalid object key \"" + std::string(key) + "\": " + why);
-  };
-  if (key.empty()) return bad("empty");
-  if (key.front() == '/') return bad("starts with '/'");
-  if (key.find('\0') != std::string_view::npos) return bad("contains NUL");
-  size_t start = 0;
-  while (start <= key.size()) {
-    size_t end = key.find('/', start);
-    if (end == std::string_view::npos) end = key.size();
-    std::string_view seg = key.substr(start, end - start);
-    if (seg == "." || seg == "..") return bad("has a '.' or '..' segment");
-    start = end + 1;
-  }
-  return Status();
-}
-
 MemoryObjectStore::MemoryObjectStore(MemoryObjectStoreConfig config) : config_(std::move(config)) {
   if (config_.list_page_size == 0) config_.list_page_size = 1;
 }
@@ -73,7 +55,7 @@ void MemoryObjectStore::set_next_last_modified(int64_t seconds) {
 
 Result<ObjectInfo> MemoryObjectStore::head(std::string_view key) {
   count(StoreOp::kHead);
-  LC_RETURN_IF_ERROR(validate_object_key(key));
+  LC_RETURN_IF_ERROR(check_object_key(key));
   std::lock_guard lock(mu_);
   auto it = objects_.find(key);
   if (it == objects_.end()) return Status(ErrorCode::kNotFound, "HEAD " + std::string(key) + ": no such object in " + describe());
@@ -82,7 +64,7 @@ Result<ObjectInfo> MemoryObjectStore::head(std::string_view key) {
 
 Result<size_t> MemoryObjectStore::get_range(const RangeRequest& req, std::span<std::byte> out) {
   count(StoreOp::kGetRange);
-  LC_RETURN_IF_ERROR(validate_object_key(req.key));
+  LC_RETURN_IF_ERROR(check_object_key(req.key));
   const std::string where = "GET " + req.key + " bytes " + std::to_string(req.offset) + "+" + std::to_string(req.length);
   if (req.length == 0) return Status(ErrorCode::kInvalidArgument, where + ": zero-length range");
   if (out.size() < req.length) return Status(ErrorCode::kInvalidArgument, where + ": output buffer too small");
@@ -107,7 +89,7 @@ Result<size_t> MemoryObjectStore::get_range(const RangeRequest& req, std::span<s
 
 Result<ObjectInfo> MemoryObjectStore::put(std::string_view key, const BodyReader& body, const PutOptions& opts) {
   count(StoreOp::kPut);
-  LC_RETURN_IF_ERROR(validate_object_key(key));
+  LC_RETURN_IF_ERROR(check_object_key(key));
   if (opts.create_only && contains(key)) {
     return Status(ErrorCode::kAlreadyExists, "PUT " + std::string(key) + ": already exists in " + describe());
   }
@@ -152,7 +134,7 @@ Result<ListPage> MemoryObjectStore::list(std::string_view prefix, std::string_vi
 
 Status MemoryObjectStore::remove(std::string_view key) {
   count(StoreOp::kRemove);
-  LC_RETURN_IF_ERROR(validate_object_key(key));
+  LC_RETURN_IF_ERROR(check_object_key(key));
   std::lock_guard lock(mu_);
   auto it = objects_.find(key);
   if (it != objects_.end()) objects_.erase(it);

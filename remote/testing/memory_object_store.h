@@ -71,8 +71,4 @@ class MemoryObjectStore final : public ObjectStore {
   std::array<std::atomic<uint64_t>, static_cast<size_t>(StoreOp::kCount)> calls_{};
 };
 
-// The key rules of remote/object_store.h: non-empty, no leading '/', no "." or ".." segment, no
-// NUL. Returns kInvalidArgument naming the key and the rule otherwise.
-Status validate_object_key(std::string_view key);
-
 }  // namespace lazycache::remote::testing

@@ -171,3 +171,20 @@ TEST_CASE("fault store: a gate parks the call until released", "[unit][concurren
   gate->release();
   CHECK(fut.get());
 }
+
+TEST_CASE("fault store: tail reads go through the faulted head and get_range", "[unit]") {
+  Fixture f;
+  std::string tail(100, '\0');
+  auto out = std::as_writable_bytes(std::span(tail));
+  auto ok = f.faulty.get_tail("obj", 100, out);
+  REQUIRE(ok.ok());
+  CHECK(ok->bytes == 100);
+  CHECK(first_ramp_mismatch(9, 900, std::as_bytes(std::span(tail))) == -1);
+  // An object replaced between the HEAD and the GET: the pinned read must fail.
+  f.faulty.fail_nth(StoreOp::kHead, 2, FaultAction{.flip_etag = true});
+  auto replaced = f.faulty.get_tail("obj", 100, out);
+  REQUIRE_FALSE(replaced.ok());
+  CHECK(replaced.error().code() == ErrorCode::kPreconditionFailed);
+  f.faulty.fail_nth(StoreOp::kGetRange, 3, FaultAction{.fail = ErrorCode::kUnavailable});
+  CHECK(f.faulty.get_tail("obj", 100, out).error().code() == ErrorCode::kUnavailable);
+}
