@@ -1,0 +1,484 @@
+// SPDX-License-Identifier: MIT
+#include "fs/chunk_cache.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <lmdb.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <algorithm>
+#include <map>
+#include <optional>
+
+#include "fs/local_files.h"
+
+namespace lazycache::fs {
+namespace {
+
+// 1 GiB of address space for the metadata: a row pair is ~150 bytes, so this indexes millions of
+// chunks (terabytes of cache). The file itself only grows as pages are used.
+constexpr size_t kMapSizeBytes = 1ull << 30;
+// Reader slots: FUSE threads + fetch threads per mount, times every mount on the runner.
+constexpr unsigned kMaxReaders = 1024;
+// Hits are written to the LRU table in batches of this many (one write transaction each).
+constexpr size_t kLruBatch = 256;
+// gc() leaves younger files alone: they may be a put() between rename and row insert.
+constexpr int64_t kOrphanGraceSeconds = 60;
+constexpr int64_t kTempGraceSeconds = 3600;
+
+Status lmdb_status(int rc, const std::string& what) {
+  ErrorCode code = ErrorCode::kInternal;
+  if (rc == ENOSPC || rc == MDB_MAP_FULL) code = ErrorCode::kResourceExhausted;
+  else if (rc == EACCES) code = ErrorCode::kPermissionDenied;
+  else if (rc == MDB_CORRUPTED || rc == MDB_INVALID || rc == MDB_VERSION_MISMATCH) code = ErrorCode::kCorrupt;
+  else if (rc > 0) code = ErrorCode::kIo;
+  return Status(code, "chunk cache: " + what + ": " + mdb_strerror(rc), rc > 0 ? rc : 0);
+}
+
+// A transaction that aborts unless committed.
+class Txn {
+ public:
+  Txn() = default;
+  Txn(Txn&& o) noexcept : txn_(o.txn_) { o.txn_ = nullptr; }
+  Txn& operator=(Txn&&) = delete;
+  ~Txn() {
+    if (txn_ != nullptr) mdb_txn_abort(txn_);
+  }
+  static Result<Txn> begin(MDB_env* env, bool write) {
+    Txn t;
+    int rc = mdb_txn_begin(env, nullptr, write ? 0 : MDB_RDONLY, &t.txn_);
+    if (rc == MDB_MAP_RESIZED) {  // another process grew the map: adopt its size
+      mdb_env_set_mapsize(env, 0);
+      rc = mdb_txn_begin(env, nullptr, write ? 0 : MDB_RDONLY, &t.txn_);
+    }
+    if (rc != 0) {
+      t.txn_ = nullptr;
+      return lmdb_status(rc, "begin transaction");
+    }
+    return t;
+  }
+  Status commit() {
+    int rc = mdb_txn_commit(txn_);
+    txn_ = nullptr;
+    return rc == 0 ? Status() : lmdb_status(rc, "commit");
+  }
+  MDB_txn* get() const { return txn_; }
+
+ private:
+  MDB_txn* txn_ = nullptr;
+};
+
+struct DigestKey {
+  unsigned char bytes[16];
+  explicit DigestKey(const Digest128& d) {
+    for (int i = 0; i < 8; ++i) bytes[i] = static_cast<unsigned char>(d.low >> (8 * i));
+    for (int i = 0; i < 8; ++i) bytes[8 + i] = static_cast<unsigned char>(d.high >> (8 * i));
+  }
+  MDB_val val() { return MDB_val{sizeof(bytes), bytes}; }
+};
+
+Digest128 digest_from_key(const unsigned char* p) {
+  Digest128 d;
+  for (int i = 7; i >= 0; --i) d.low = (d.low << 8) | p[i];
+  for (int i = 7; i >= 0; --i) d.high = (d.high << 8) | p[8 + i];
+  return d;
+}
+
+// lru key: sequence big-endian (so LMDB's memcmp order is oldest first), then the digest.
+struct LruKey {
+  unsigned char bytes[24];
+  LruKey(uint64_t seq, const Digest128& d) {
+    for (int i = 0; i < 8; ++i) bytes[i] = static_cast<unsigned char>(seq >> (8 * (7 - i)));
+    DigestKey k(d);
+    std::memcpy(bytes + 8, k.bytes, 16);
+  }
+  MDB_val val() { return MDB_val{sizeof(bytes), bytes}; }
+};
+
+// chunks row, host byte order (the cache never leaves the machine).
+struct Row {
+  uint64_t size = 0;
+  uint64_t seq = 0;
+};
+
+uint64_t get_meta(MDB_txn* txn, MDB_dbi dbi, const char* name) {
+  MDB_val k{std::strlen(name), const_cast<char*>(name)}, v;
+  uint64_t out = 0;
+  if (mdb_get(txn, dbi, &k, &v) == 0 && v.mv_size == sizeof(out)) std::memcpy(&out, v.mv_data, sizeof(out));
+  return out;
+}
+
+Status put_meta(MDB_txn* txn, MDB_dbi dbi, const char* name, uint64_t value) {
+  MDB_val k{std::strlen(name), const_cast<char*>(name)}, v{sizeof(value), &value};
+  int rc = mdb_put(txn, dbi, &k, &v, 0);
+  return rc == 0 ? Status() : lmdb_status(rc, std::string("write ") + name);
+}
+
+std::optional<Row> get_row(MDB_txn* txn, MDB_dbi dbi, const Digest128& d) {
+  DigestKey key(d);
+  MDB_val k = key.val(), v;
+  if (mdb_get(txn, dbi, &k, &v) != 0 || v.mv_size != sizeof(Row)) return std::nullopt;
+  Row r;
+  std::memcpy(&r, v.mv_data, sizeof(r));
+  return r;
+}
+
+std::mutex& registry_mu() {
+  static std::mutex mu;
+  return mu;
+}
+std::map<std::string, std::weak_ptr<ChunkCache>>& registry() {
+  static std::map<std::string, std::weak_ptr<ChunkCache>> r;
+  return r;
+}
+
+}  // namespace
+
+std::string digest_hex(const Digest128& d) {
+  static const char* kHex = "0123456789abcdef";
+  std::string s(32, '0');
+  for (int i = 0; i < 16; ++i) {
+    s[15 - i] = kHex[(d.low >> (4 * i)) & 0xf];
+    s[31 - i] = kHex[(d.high >> (4 * i)) & 0xf];
+  }
+  return s;
+}
+
+std::string ChunkCache::default_dir() {
+  if (const char* env = std::getenv("LAZYCACHE_CACHE_DIR"); env != nullptr && *env != '\0') return env;
+  if (geteuid() == 0) return "/var/cache/lazycache/chunks";
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg != nullptr && *xdg == '/') {
+    return std::string(xdg) + "/lazycache/chunks";
+  }
+  const char* home = std::getenv("HOME");
+  return std::string(home != nullptr ? home : "/tmp") + "/.cache/lazycache/chunks";
+}
+
+Result<std::shared_ptr<ChunkCache>> ChunkCache::open(const ChunkCacheConfig& config) {
+  if (config.dir.empty()) return Status(ErrorCode::kInvalidArgument, "chunk cache: empty directory");
+  LC_RETURN_IF_ERROR(make_dirs(config.dir));
+  LC_ASSIGN_OR_RETURN(std::string real, real_path(config.dir));
+  std::lock_guard lock(registry_mu());
+  if (auto existing = registry()[real].lock()) {
+    existing->max_bytes_ = std::max(existing->max_bytes_, config.max_bytes);
+    return existing;
+  }
+  std::shared_ptr<ChunkCache> cache(new ChunkCache(real, config.max_bytes));
+  LC_RETURN_IF_ERROR(cache->init().with_context("opening chunk cache " + real));
+  registry()[real] = cache;
+  return cache;
+}
+
+Status ChunkCache::init() {
+  LC_RETURN_IF_ERROR(make_dirs(dir_ + "/tmp"));
+  static const char* kHex = "0123456789abcdef";
+  for (int i = 0; i < 256; ++i) {
+    std::string sub = dir_ + "/blobs/" + kHex[i >> 4] + kHex[i & 15];
+    LC_RETURN_IF_ERROR(make_dirs(sub));
+  }
+  int rc = mdb_env_create(&env_);
+  if (rc != 0) return lmdb_status(rc, "create environment");
+  mdb_env_set_mapsize(env_, kMapSizeBytes);
+  mdb_env_set_maxreaders(env_, kMaxReaders);
+  mdb_env_set_maxdbs(env_, 4);
+  // NOTLS: read transactions are not tied to threads (FUSE and fetch threads come and go).
+  // NOMETASYNC: one fsync per commit instead of two; a crash may lose the last commit, never
+  // the structure, and a lost row only means a refetch.
+  rc = mdb_env_open(env_, (dir_ + "/index.mdb").c_str(), MDB_NOSUBDIR | MDB_NOTLS | MDB_NOMETASYNC | MDB_NORDAHEAD, 0644);
+  if (rc != 0) {
+    mdb_env_close(env_);
+    env_ = nullptr;
+    return lmdb_status(rc, "open " + dir_ + "/index.mdb");
+  }
+  int dead = 0;
+  mdb_reader_check(env_, &dead);  // slots of killed processes would pin old pages forever
+  LC_ASSIGN_OR_RETURN(Txn txn, Txn::begin(env_, true));
+  MDB_dbi dbi;
+  if ((rc = mdb_dbi_open(txn.get(), "chunks", MDB_CREATE, &dbi)) != 0) return lmdb_status(rc, "open chunks table");
+  dbi_chunks_ = dbi;
+  if ((rc = mdb_dbi_open(txn.get(), "lru", MDB_CREATE, &dbi)) != 0) return lmdb_status(rc, "open lru table");
+  dbi_lru_ = dbi;
+  if ((rc = mdb_dbi_open(txn.get(), "meta", MDB_CREATE, &dbi)) != 0) return lmdb_status(rc, "open meta table");
+  dbi_meta_ = dbi;
+  return txn.commit();
+}
+
+ChunkCache::~ChunkCache() {
+  if (env_ == nullptr) return;
+  ignore_error(flush(), "best effort at close: losing LRU hints only ages chunks");
+  mdb_env_close(env_);
+}
+
+std::string ChunkCache::blob_path(const Digest128& d) const {
+  std::string hex = digest_hex(d);
+  return dir_ + "/blobs/" + hex.substr(0, 2) + "/" + hex;
+}
+
+uint64_t ChunkCache::corrupt_removed() const {
+  std::lock_guard lock(pending_mu_);
+  return corrupt_removed_;
+}
+
+bool ChunkCache::contains(const Digest128& digest) {
+  auto txn = Txn::begin(env_, false);
+  if (!txn.ok()) return false;
+  return get_row(txn->get(), dbi_chunks_, digest).has_value();
+}
+
+Result<std::string> ChunkCache::get(const Digest128& digest) {
+  std::optional<Row> row;
+  {
+    LC_ASSIGN_OR_RETURN(Txn txn, Txn::begin(env_, false));
+    row = get_row(txn.get(), dbi_chunks_, digest);
+  }
+  if (!row) return Status(ErrorCode::kNotFound, "chunk " + digest_hex(digest) + " not cached");
+  std::string path = blob_path(digest);
+  auto bytes = read_whole_file(path, row->size + 1);
+  bool good = bytes.ok() && bytes->size() == row->size;
+  if (good) {
+    XXH128_hash_t h = XXH3_128bits(bytes->data(), bytes->size());
+    good = h.low64 == digest.low && h.high64 == digest.high;
+  }
+  if (!good) {
+    // Torn by a power loss, removed by hand or by a concurrent eviction: a miss, never bad bytes.
+    ignore_error(remove_row(digest), "the row is dropped again by gc() if this fails");
+    if (bytes.ok()) ::unlink(path.c_str());
+    std::lock_guard lock(pending_mu_);
+    ++corrupt_removed_;
+    return Status(ErrorCode::kNotFound, "chunk " + digest_hex(digest) + " missing or damaged in cache");
+  }
+  bool flush_now = false;
+  {
+    std::lock_guard lock(pending_mu_);
+    pending_.push_back(digest);
+    flush_now = pending_.size() >= kLruBatch;
+  }
+  if (flush_now) ignore_error(flush(), "LRU hints are advisory");
+  return std::move(bytes).value();
+}
+
+Status ChunkCache::remove_row(const Digest128& d) {
+  LC_ASSIGN_OR_RETURN(Txn txn, Txn::begin(env_, true));
+  auto row = get_row(txn.get(), dbi_chunks_, d);
+  if (!row) return Status();
+  DigestKey key(d);
+  MDB_val k = key.val();
+  mdb_del(txn.get(), dbi_chunks_, &k, nullptr);
+  LruKey lk(row->seq, d);
+  MDB_val lv = lk.val();
+  mdb_del(txn.get(), dbi_lru_, &lv, nullptr);
+  uint64_t total = get_meta(txn.get(), dbi_meta_, "total");
+  LC_RETURN_IF_ERROR(put_meta(txn.get(), dbi_meta_, "total", total >= row->size ? total - row->size : 0));
+  return txn.commit();
+}
+
+// Moves each pending hit to the young end of the LRU table, inside the caller's transaction.
+static Status apply_hits(MDB_txn* txn, unsigned chunks, unsigned lru, unsigned meta, const std::vector<Digest128>& hits) {
+  uint64_t seq = get_meta(txn, meta, "seq");
+  for (const Digest128& d : hits) {
+    auto row = get_row(txn, chunks, d);
+    if (!row) continue;
+    LruKey old_key(row->seq, d);
+    MDB_val ok = old_key.val();
+    mdb_del(txn, lru, &ok, nullptr);
+    row->seq = ++seq;
+    LruKey new_key(row->seq, d);
+    MDB_val nk = new_key.val(), empty{0, nullptr};
+    DigestKey dk(d);
+    MDB_val k = dk.val(), v{sizeof(Row), &*row};
+    int rc = mdb_put(txn, lru, &nk, &empty, 0);
+    if (rc == 0) rc = mdb_put(txn, chunks, &k, &v, 0);
+    if (rc != 0) return lmdb_status(rc, "record chunk use");
+  }
+  return put_meta(txn, meta, "seq", seq);
+}
+
+Status ChunkCache::flush() {
+  std::vector<Digest128> hits;
+  {
+    std::lock_guard lock(pending_mu_);
+    hits.swap(pending_);
+  }
+  if (hits.empty()) return Status();
+  LC_ASSIGN_OR_RETURN(Txn txn, Txn::begin(env_, true));
+  LC_RETURN_IF_ERROR(apply_hits(txn.get(), dbi_chunks_, dbi_lru_, dbi_meta_, hits));
+  return txn.commit();
+}
+
+Status ChunkCache::evict_locked(void* raw_txn, uint64_t target_bytes, std::vector<Digest128>& unlink, uint64_t& freed) {
+  auto* txn = static_cast<MDB_txn*>(raw_txn);
+  uint64_t total = get_meta(txn, dbi_meta_, "total");
+  if (total <= target_bytes) return Status();
+  MDB_cursor* cur = nullptr;
+  int rc = mdb_cursor_open(txn, dbi_lru_, &cur);
+  if (rc != 0) return lmdb_status(rc, "open lru cursor");
+  MDB_val k, v;
+  rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST);
+  while (rc == 0 && total > target_bytes) {
+    if (k.mv_size == sizeof(LruKey::bytes)) {
+      Digest128 d = digest_from_key(static_cast<const unsigned char*>(k.mv_data) + 8);
+      if (auto row = get_row(txn, dbi_chunks_, d)) {
+        DigestKey dk(d);
+        MDB_val key = dk.val();
+        mdb_del(txn, dbi_chunks_, &key, nullptr);
+        total = total >= row->size ? total - row->size : 0;
+        freed += row->size;
+        unlink.push_back(d);
+      }
+    }
+    mdb_cursor_del(cur, 0);
+    rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
+  }
+  mdb_cursor_close(cur);
+  return put_meta(txn, dbi_meta_, "total", total);
+}
+
+Status ChunkCache::put(const Digest128& digest, std::span<const std::byte> bytes) {
+  if (contains(digest)) {
+    std::lock_guard lock(pending_mu_);
+    pending_.push_back(digest);
+    return Status();
+  }
+  uint64_t n;
+  {
+    std::lock_guard lock(pending_mu_);
+    n = ++tmp_counter_;
+  }
+  const std::string tmp = dir_ + "/tmp/" + digest_hex(digest) + "." + std::to_string(getpid()) + "." + std::to_string(n);
+  const std::string final_path = blob_path(digest);
+  LC_RETURN_IF_ERROR(write_new_file(tmp, bytes).with_context("chunk cache"));
+  if (::rename(tmp.c_str(), final_path.c_str()) != 0) {
+    Status s = errno_status("chunk cache: rename " + tmp + " to " + final_path);
+    ::unlink(tmp.c_str());
+    return s;
+  }
+  std::vector<Digest128> hits;
+  {
+    std::lock_guard lock(pending_mu_);
+    hits.swap(pending_);
+  }
+  std::vector<Digest128> evicted;
+  uint64_t freed = 0;
+  {
+    LC_ASSIGN_OR_RETURN(Txn txn, Txn::begin(env_, true));
+    LC_RETURN_IF_ERROR(apply_hits(txn.get(), dbi_chunks_, dbi_lru_, dbi_meta_, hits));
+    uint64_t seq = get_meta(txn.get(), dbi_meta_, "seq") + 1;
+    Row row{bytes.size(), seq};
+    DigestKey dk(digest);
+    MDB_val k = dk.val(), v{sizeof(row), &row};
+    int rc = mdb_put(txn.get(), dbi_chunks_, &k, &v, MDB_NOOVERWRITE);
+    if (rc == MDB_KEYEXIST) return txn.commit();  // another process stored it meanwhile
+    if (rc != 0) return lmdb_status(rc, "insert chunk");
+    LruKey lk(seq, digest);
+    MDB_val lv = lk.val(), empty{0, nullptr};
+    if ((rc = mdb_put(txn.get(), dbi_lru_, &lv, &empty, 0)) != 0) return lmdb_status(rc, "insert lru");
+    LC_RETURN_IF_ERROR(put_meta(txn.get(), dbi_meta_, "seq", seq));
+    LC_RETURN_IF_ERROR(put_meta(txn.get(), dbi_meta_, "total", get_meta(txn.get(), dbi_meta_, "total") + bytes.size()));
+    LC_RETURN_IF_ERROR(evict_locked(txn.get(), max_bytes_, evicted, freed));
+    LC_RETURN_IF_ERROR(txn.commit());
+  }
+  for (const Digest128& d : evicted) ::unlink(blob_path(d).c_str());
+  return Status();
+}
+
+Result<ChunkCacheStats> ChunkCache::stats() {
+  LC_RETURN_IF_ERROR(flush());
+  LC_ASSIGN_OR_RETURN(Txn txn, Txn::begin(env_, false));
+  MDB_stat st;
+  int rc = mdb_stat(txn.get(), dbi_chunks_, &st);
+  if (rc != 0) return lmdb_status(rc, "stat");
+  return ChunkCacheStats{st.ms_entries, get_meta(txn.get(), dbi_meta_, "total"), max_bytes_};
+}
+
+Result<ChunkCacheGcReport> ChunkCache::gc() {
+  LC_RETURN_IF_ERROR(flush());
+  ChunkCacheGcReport report;
+  std::vector<Digest128> evicted;
+  {
+    LC_ASSIGN_OR_RETURN(Txn txn, Txn::begin(env_, true));
+    LC_RETURN_IF_ERROR(evict_locked(txn.get(), max_bytes_, evicted, report.bytes_freed));
+    LC_RETURN_IF_ERROR(txn.commit());
+  }
+  for (const Digest128& d : evicted) ::unlink(blob_path(d).c_str());
+  report.evicted_chunks = evicted.size();
+
+  const int64_t now = std::time(nullptr);
+  // Blobs without a row.
+  for (const std::string& sub : list_dir(dir_ + "/blobs")) {
+    for (const std::string& name : list_dir(dir_ + "/blobs/" + sub)) {
+      std::string path = dir_ + "/blobs/" + sub + "/" + name;
+      struct stat st;
+      if (::stat(path.c_str(), &st) != 0 || now - st.st_mtime < kOrphanGraceSeconds) continue;
+      Digest128 d;
+      bool parsed = name.size() == 32;
+      for (size_t i = 0; parsed && i < 32; ++i) {
+        char c = name[i];
+        int val = c >= '0' && c <= '9' ? c - '0' : (c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1);
+        if (val < 0) parsed = false;
+        else if (i < 16) d.low = (d.low << 4) | static_cast<uint64_t>(val);
+        else d.high = (d.high << 4) | static_cast<uint64_t>(val);
+      }
+      if (parsed && contains(d)) continue;
+      if (::unlink(path.c_str()) == 0) {
+        ++report.orphan_files_removed;
+        report.bytes_freed += static_cast<uint64_t>(st.st_size);
+      }
+    }
+  }
+  for (const std::string& name : list_dir(dir_ + "/tmp")) {
+    std::string path = dir_ + "/tmp/" + name;
+    struct stat st;
+    if (::stat(path.c_str(), &st) == 0 && now - st.st_mtime >= kTempGraceSeconds && ::unlink(path.c_str()) == 0) {
+      ++report.orphan_files_removed;
+    }
+  }
+  // Rows whose blob is gone.
+  std::vector<Digest128> missing;
+  {
+    LC_ASSIGN_OR_RETURN(Txn txn, Txn::begin(env_, false));
+    MDB_cursor* cur = nullptr;
+    if (mdb_cursor_open(txn.get(), dbi_chunks_, &cur) == 0) {
+      MDB_val k, v;
+      for (int rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0; rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+        if (k.mv_size != 16) continue;
+        Digest128 d = digest_from_key(static_cast<const unsigned char*>(k.mv_data));
+        if (::access(blob_path(d).c_str(), F_OK) != 0) missing.push_back(d);
+      }
+      mdb_cursor_close(cur);
+    }
+  }
+  for (const Digest128& d : missing) {
+    if (::access(blob_path(d).c_str(), F_OK) == 0) continue;
+    LC_RETURN_IF_ERROR(remove_row(d));
+    ++report.missing_rows_removed;
+  }
+  return report;
+}
+
+Status ChunkCache::clear() {
+  {
+    std::lock_guard lock(pending_mu_);
+    pending_.clear();
+  }
+  {
+    LC_ASSIGN_OR_RETURN(Txn txn, Txn::begin(env_, true));
+    int rc = mdb_drop(txn.get(), dbi_chunks_, 0);
+    if (rc == 0) rc = mdb_drop(txn.get(), dbi_lru_, 0);
+    if (rc != 0) return lmdb_status(rc, "clear");
+    LC_RETURN_IF_ERROR(put_meta(txn.get(), dbi_meta_, "total", 0));
+    LC_RETURN_IF_ERROR(txn.commit());
+  }
+  for (const std::string& sub : list_dir(dir_ + "/blobs")) {
+    for (const std::string& name : list_dir(dir_ + "/blobs/" + sub)) {
+      ::unlink((dir_ + "/blobs/" + sub + "/" + name).c_str());
+    }
+  }
+  return Status();
+}
+
+}  // namespace lazycache::fs

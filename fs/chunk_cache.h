@@ -1,0 +1,125 @@
+// SPDX-License-Identifier: MIT
+// File: fs/chunk_cache.h -- ChunkCache: the persistent local cache of compressed archive frames,
+// shared by every mount and process on the machine.
+//
+// Layout under the cache directory (default ~/.cache/lazycache/chunks, /var/cache/lazycache/chunks
+// as root):
+//   index.mdb, index.mdb-lock   LMDB: chunks (digest -> size, LRU sequence), lru (sequence ->
+//                               digest, oldest first), meta (total bytes, next sequence)
+//   blobs/<2 hex>/<32 hex>      one file per frame, named by the XXH3-128 digest of its bytes
+//   tmp/                        files being written; renamed into blobs/ when complete
+//
+// Why files and not LMDB values: frames are 0.5-4 MiB, so as LMDB values they would be long runs
+// of overflow pages, and deleting and re-adding them under LRU churn fragments LMDB's freelist and
+// grows the file (tech notes, LMDB "Large values"). Files are freed exactly on unlink, so the cache
+// stays within its bound; LMDB only holds small fixed-size rows.
+//
+// Crash safety (kill -9 at any point leaves a usable cache): a blob is written to tmp/, renamed
+// into place, and only then is its row inserted, so a row never names a file that was not complete
+// when it was renamed. Eviction commits the row deletion before unlinking the file. What a crash
+// can leave behind is harmless: a blob without a row (an orphan, removed by gc()), or a stale temp
+// file (removed by gc() after an hour). Blobs are not fsynced: every get() verifies the XXH3-128
+// digest, so a blob torn by a power loss is a miss that is removed and refetched, never wrong bytes.
+//
+// Sharing: any number of processes and threads. LMDB serialises writers across processes; readers
+// never block. The LRU order is approximate: hits are recorded in memory and written in batches.
+// Thread-safe: all methods may be called concurrently. One instance per directory per process
+// (open() returns the shared one: LMDB forbids opening an environment twice in one process).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "format/archive.h"
+
+struct MDB_env;
+
+namespace lazycache::fs {
+
+using format::Digest128;
+
+struct ChunkCacheConfig {
+  std::string dir;
+  // 10 GiB: a typical CI runner's spare disk, several times a large node_modules or cargo cache.
+  uint64_t max_bytes = 10ull << 30;
+};
+
+struct ChunkCacheStats {
+  uint64_t chunk_count = 0;
+  uint64_t total_bytes = 0;  // sum of blob sizes the index accounts for
+  uint64_t max_bytes = 0;
+};
+
+struct ChunkCacheGcReport {
+  uint64_t evicted_chunks = 0;
+  uint64_t orphan_files_removed = 0;  // blobs without a row, stale temp files
+  uint64_t missing_rows_removed = 0;  // rows whose blob was gone
+  uint64_t bytes_freed = 0;
+};
+
+class ChunkCache {
+ public:
+  // Opens (creating if needed) the cache in config.dir, clears reader slots left by dead
+  // processes. A second open of the same directory in this process returns the same instance
+  // (its max_bytes is then the larger of the two). Errors: kIo, kPermissionDenied, kCorrupt.
+  static Result<std::shared_ptr<ChunkCache>> open(const ChunkCacheConfig& config);
+  // The default directory for this user: $LAZYCACHE_CACHE_DIR, else /var/cache/lazycache/chunks
+  // as root, else $XDG_CACHE_HOME/lazycache/chunks or ~/.cache/lazycache/chunks.
+  static std::string default_dir();
+
+  ~ChunkCache();
+  ChunkCache(const ChunkCache&) = delete;
+  ChunkCache& operator=(const ChunkCache&) = delete;
+
+  // The bytes stored under `digest`, verified against it. kNotFound on a miss; a blob that is
+  // missing, short or fails verification is removed and reported as kNotFound too (counted in
+  // corrupt_removed()). Records the hit for LRU.
+  Result<std::string> get(const Digest128& digest);
+  bool contains(const Digest128& digest);
+  // Stores `bytes` under `digest` (the caller has verified that they hash to it), then evicts the
+  // least recently used chunks until the total is within max_bytes. Storing a present digest
+  // only records a use. Errors: kIo (disk full and similar), kInternal (LMDB).
+  Status put(const Digest128& digest, std::span<const std::byte> bytes);
+  // Writes batched LRU updates. Called by put() and the destructor; call before reporting.
+  Status flush();
+
+  Result<ChunkCacheStats> stats();
+  // Evicts down to max_bytes, removes orphan blobs and stale temp files, drops rows whose blob
+  // is missing. Safe while mounts are using the cache.
+  Result<ChunkCacheGcReport> gc();
+  // Drops every chunk. Safe while mounts are using the cache (they refetch).
+  Status clear();
+
+  const std::string& dir() const { return dir_; }
+  uint64_t max_bytes() const { return max_bytes_; }
+  uint64_t corrupt_removed() const;
+
+ private:
+  ChunkCache(std::string dir, uint64_t max_bytes) : dir_(std::move(dir)), max_bytes_(max_bytes) {}
+  Status init();
+  std::string blob_path(const Digest128& d) const;
+  Status remove_row(const Digest128& d);
+  // Evicts within the open write transaction; appends blobs to unlink after commit.
+  Status evict_locked(void* txn, uint64_t target_bytes, std::vector<Digest128>& unlink, uint64_t& freed);
+  Status flush_locked();
+
+  const std::string dir_;
+  uint64_t max_bytes_;
+  MDB_env* env_ = nullptr;
+  unsigned dbi_chunks_ = 0, dbi_lru_ = 0, dbi_meta_ = 0;
+  mutable std::mutex pending_mu_;  // guards pending_, corrupt_removed_; never held across LMDB calls
+                           // except in flush_locked (taken before any write transaction)
+  std::vector<Digest128> pending_;  // hits not yet written to the lru table
+  uint64_t corrupt_removed_ = 0;
+  uint64_t tmp_counter_ = 0;  // guarded by pending_mu_
+};
+
+// "0123...ef": 32 lowercase hex digits, low 64 bits first (the blob file name).
+std::string digest_hex(const Digest128& d);
+
+}  // namespace lazycache::fs

@@ -1,0 +1,348 @@
+// SPDX-License-Identifier: MIT
+#include "fs/filesystem.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <future>
+#include <iostream>
+
+namespace lazycache::fs {
+
+struct Filesystem::OpenFile {
+  EntryId id = 0;
+  uint64_t data_offset = 0;
+  uint64_t size = 0;
+  std::mutex mu;  // guards policy
+  ReadAheadPolicy policy;
+};
+
+struct Filesystem::ReadOp {
+  uint64_t id = 0;
+  std::chrono::steady_clock::time_point deadline;
+  uint64_t stream_offset = 0;  // in the uncompressed tar stream
+  size_t length = 0;
+  uint32_t first_frame = 0;
+  std::atomic<bool> done{false};
+  ReadCallback cb;     // called once, by whoever sets done first
+  std::mutex mu;       // guards frames, remaining, error
+  std::vector<FramePtr> frames;
+  size_t remaining = 0;
+  Status error;
+};
+
+Filesystem::Filesystem(std::unique_ptr<format::ArchiveReader> reader, std::shared_ptr<ChunkCache> chunk_cache,
+                       FilesystemConfig config)
+    : reader_(std::move(reader)),
+      config_(config),
+      budget_(config.memory_budget_bytes),
+      memory_(budget_),
+      chunk_cache_(std::move(chunk_cache)),
+      fetcher_(std::make_unique<FrameFetcher>(*reader_, chunk_cache_, memory_, budget_, config.fetcher)),
+      started_(std::chrono::steady_clock::now()),
+      opened_(reader_->index().entry_count(), false),
+      watchdog_([this](std::stop_token st) { watchdog(st); }) {}
+
+Filesystem::~Filesystem() {
+  watchdog_.request_stop();
+  ops_cv_.notify_all();
+  if (watchdog_.joinable()) watchdog_.join();
+  fetcher_.reset();  // joins fetch threads; reads still waiting get kCancelled through finish()
+  if (chunk_cache_ != nullptr) ignore_error(chunk_cache_->flush(), "LRU hints only");
+}
+
+EntryId Filesystem::canonical(EntryId id) const {
+  if (id >= index().entry_count()) return id;
+  format::Entry e = index().entry(id);
+  return e.type == format::EntryType::kRegular ? e.link_group : id;
+}
+
+Result<Attr> Filesystem::getattr(EntryId id) const {
+  if (id >= index().entry_count()) return Status(ErrorCode::kNotFound, "no entry " + std::to_string(id));
+  const format::Entry e = index().entry(canonical(id));
+  Attr a;
+  a.mtime_ns = e.mtime_ns;
+  a.uid = config_.owner ? config_.owner->first : e.uid;
+  a.gid = config_.owner ? config_.owner->second : e.gid;
+  switch (e.type) {
+    case format::EntryType::kDirectory: {
+      a.mode = S_IFDIR | (e.mode & 07777);
+      // 2 + subdirectories, as on disk: find's leaf optimisation trusts this count.
+      auto kids = index().children(id);
+      uint32_t subdirs = 0;
+      for (uint32_t i = 0; i < kids.count; ++i) {
+        if (index().entry(kids.first + i).type == format::EntryType::kDirectory) ++subdirs;
+      }
+      a.nlink = 2 + subdirs;
+      a.size = 0;
+      break;
+    }
+    case format::EntryType::kSymlink:
+      a.mode = S_IFLNK | 0777;
+      a.size = e.symlink_target.size();
+      break;
+    case format::EntryType::kRegular:
+      a.mode = S_IFREG | (e.mode & 07777);
+      a.nlink = std::max<uint32_t>(1, e.nlink);
+      a.size = e.size;
+      break;
+  }
+  return a;
+}
+
+Result<EntryId> Filesystem::lookup(EntryId dir, std::string_view name) const {
+  LC_ASSIGN_OR_RETURN(auto kids, children(dir));
+  (void)kids;
+  auto id = index().lookup(dir, name);
+  if (!id) return Status(ErrorCode::kNotFound, std::string(name) + " not found");
+  return canonical(*id);
+}
+
+Result<format::Index::ChildRange> Filesystem::children(EntryId dir) const {
+  if (dir >= index().entry_count()) return Status(ErrorCode::kNotFound, "no entry " + std::to_string(dir));
+  if (index().entry(dir).type != format::EntryType::kDirectory) {
+    return Status(ErrorCode::kInvalidArgument, index().path(dir) + " is not a directory");
+  }
+  return index().children(dir);
+}
+
+Result<std::string> Filesystem::readlink(EntryId id) const {
+  if (id >= index().entry_count()) return Status(ErrorCode::kNotFound, "no entry " + std::to_string(id));
+  const format::Entry e = index().entry(id);
+  if (e.type != format::EntryType::kSymlink) return Status(ErrorCode::kInvalidArgument, index().path(id) + " is not a symlink");
+  return std::string(e.symlink_target);
+}
+
+Result<std::optional<std::string>> Filesystem::getxattr(EntryId id, std::string_view name) const {
+  if (id >= index().entry_count()) return Status(ErrorCode::kNotFound, "no entry " + std::to_string(id));
+  if (!index().entry(id).has_xattrs) return std::optional<std::string>();
+  for (auto& x : index().xattrs(id)) {
+    if (x.name == name) return std::optional<std::string>(std::move(x.value));
+  }
+  return std::optional<std::string>();
+}
+
+Result<std::vector<std::string>> Filesystem::listxattr(EntryId id) const {
+  if (id >= index().entry_count()) return Status(ErrorCode::kNotFound, "no entry " + std::to_string(id));
+  std::vector<std::string> names;
+  if (!index().entry(id).has_xattrs) return names;
+  for (auto& x : index().xattrs(id)) names.push_back(std::move(x.name));
+  return names;
+}
+
+StatfsInfo Filesystem::statfs() const {
+  StatfsInfo s;
+  s.blocks = (index().totals().file_bytes + s.block_size - 1) / s.block_size;
+  s.files = index().entry_count();
+  return s;
+}
+
+Result<uint64_t> Filesystem::open(EntryId id, int open_flags) {
+  if (id >= index().entry_count()) return Status(ErrorCode::kNotFound, "no entry " + std::to_string(id));
+  if ((open_flags & O_ACCMODE) != O_RDONLY) return Status(ErrorCode::kPermissionDenied, "read-only mount");
+  id = canonical(id);
+  const format::Entry e = index().entry(id);
+  if (e.type != format::EntryType::kRegular) return Status(ErrorCode::kInvalidArgument, index().path(id) + " is not a regular file");
+  auto file = std::make_unique<OpenFile>();
+  file->id = id;
+  file->data_offset = e.data_offset;
+  file->size = e.size;
+  file->policy = ReadAheadPolicy(config_.readahead);
+  {
+    std::lock_guard lock(access_mu_);
+    if (!opened_[id]) {
+      opened_[id] = true;
+      access_order_.push_back(id);
+    }
+  }
+  files_opened_.fetch_add(1, std::memory_order_relaxed);
+  open_handles_.fetch_add(1, std::memory_order_relaxed);
+  return reinterpret_cast<uint64_t>(file.release());
+}
+
+void Filesystem::release(uint64_t handle) {
+  delete reinterpret_cast<OpenFile*>(handle);
+  open_handles_.fetch_sub(1, std::memory_order_relaxed);
+}
+
+void Filesystem::finish(const std::shared_ptr<ReadOp>& op, Result<std::vector<ReadPiece>> result) {
+  if (op->done.exchange(true)) return;
+  {
+    std::lock_guard lock(ops_mu_);
+    ops_.erase(op->id);
+  }
+  if (result.ok()) {
+    bytes_served_.fetch_add(op->length, std::memory_order_relaxed);
+  } else {
+    read_errors_.fetch_add(1, std::memory_order_relaxed);
+  }
+  ReadCallback cb = std::move(op->cb);
+  cb(std::move(result));
+}
+
+void Filesystem::read(uint64_t handle, uint64_t offset, size_t size, ReadCallback cb) {
+  auto* file = reinterpret_cast<OpenFile*>(handle);
+  reads_.fetch_add(1, std::memory_order_relaxed);
+  if (offset >= file->size || size == 0) {
+    cb(std::vector<ReadPiece>());
+    return;
+  }
+  const uint64_t length = std::min<uint64_t>(size, file->size - offset);
+  FileRange ahead;
+  {
+    std::lock_guard lock(file->mu);
+    ahead = file->policy.on_read(offset, length, file->size);
+  }
+  auto op = std::make_shared<ReadOp>();
+  op->stream_offset = file->data_offset + offset;
+  op->length = static_cast<size_t>(length);
+  op->deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(config_.read_timeout_ms);
+  op->cb = std::move(cb);
+  const auto [first, last] = index().frames_for_range(op->stream_offset, length);
+  op->first_frame = first;
+  op->frames.resize(last - first + 1);
+  op->remaining = op->frames.size();
+  {
+    std::lock_guard lock(ops_mu_);
+    op->id = next_op_++;
+    ops_.emplace(op->id, op);
+  }
+  const auto frames = index().frames();
+  for (uint32_t f = first; f <= last; ++f) {
+    fetcher_->get(f, Priority::kOnDemand, [this, op, f, frames](Result<FramePtr> r) {
+      bool last_one = false;
+      {
+        std::lock_guard lock(op->mu);
+        if (r.ok()) {
+          op->frames[f - op->first_frame] = std::move(r).value();
+        } else if (op->error.ok()) {
+          op->error = r.error();
+        }
+        last_one = --op->remaining == 0;
+      }
+      if (!last_one) return;
+      if (!op->error.ok()) {
+        finish(op, op->error);
+        return;
+      }
+      std::vector<ReadPiece> pieces;
+      const uint64_t end = op->stream_offset + op->length;
+      for (size_t i = 0; i < op->frames.size(); ++i) {
+        const format::FrameInfo& info = frames[op->first_frame + i];
+        const uint64_t from = std::max(op->stream_offset, info.uncompressed_offset);
+        const uint64_t to = std::min<uint64_t>(end, info.uncompressed_offset + info.uncompressed_size);
+        if (to <= from || op->frames[i]->size() < to - info.uncompressed_offset) {
+          finish(op, Status(ErrorCode::kCorrupt, "frame " + std::to_string(op->first_frame + i) + " does not cover the read"));
+          return;
+        }
+        pieces.push_back(ReadPiece{op->frames[i], static_cast<size_t>(from - info.uncompressed_offset), static_cast<size_t>(to - from)});
+      }
+      finish(op, std::move(pieces));
+    });
+  }
+  if (ahead.length > 0) {
+    const auto [a, b] = index().frames_for_range(file->data_offset + ahead.offset, ahead.length);
+    fetcher_->prefetch(a, b, Priority::kReadahead);
+  }
+}
+
+Result<std::string> Filesystem::read_sync(uint64_t handle, uint64_t offset, size_t size) {
+  std::promise<Result<std::vector<ReadPiece>>> done;
+  auto fut = done.get_future();
+  read(handle, offset, size, [&done](Result<std::vector<ReadPiece>> r) { done.set_value(std::move(r)); });
+  auto r = fut.get();
+  if (!r.ok()) return r.error();
+  std::string out;
+  for (const ReadPiece& p : *r) out.append(p.frame->data() + p.offset, p.length);
+  return out;
+}
+
+void Filesystem::watchdog(std::stop_token stop) {
+  while (!stop.stop_requested()) {
+    std::vector<std::shared_ptr<ReadOp>> expired;
+    {
+      std::unique_lock lock(ops_mu_);
+      ops_cv_.wait_for(lock, stop, std::chrono::milliseconds(100), [] { return false; });
+      const auto now = std::chrono::steady_clock::now();
+      for (auto& [id, weak] : ops_) {
+        if (auto op = weak.lock(); op && op->deadline <= now) expired.push_back(std::move(op));
+      }
+    }
+    for (auto& op : expired) {
+      read_timeouts_.fetch_add(1, std::memory_order_relaxed);
+      std::cerr << "lazycache: read of " << op->length << " bytes at stream offset " << op->stream_offset << " of "
+                << reader_->source().describe() << " timed out after " << config_.read_timeout_ms << " ms\n";
+      finish(op, Status(ErrorCode::kTimeout, "read timed out"));
+    }
+  }
+}
+
+void Filesystem::prefetch_file(const format::Entry& e, Priority p) {
+  if (e.type != format::EntryType::kRegular || e.size == 0) return;
+  const auto [a, b] = index().frames_for_range(e.data_offset, e.size);
+  fetcher_->prefetch(a, b, p);
+}
+
+size_t Filesystem::start_prefetch(PrefetchMode mode, const std::vector<std::string>& paths) {
+  size_t missing = 0;
+  for (const std::string& path : paths) {
+    auto id = index().lookup_path(path);
+    if (!id) {
+      ++missing;
+      continue;
+    }
+    std::vector<EntryId> stack{*id};  // a directory means everything below it
+    while (!stack.empty()) {
+      const format::Entry e = index().entry(stack.back());
+      stack.pop_back();
+      if (e.type == format::EntryType::kDirectory) {
+        auto kids = index().children(e.id);
+        for (uint32_t i = kids.count; i > 0; --i) stack.push_back(kids.first + i - 1);
+      } else {
+        prefetch_file(index().entry(canonical(e.id)), Priority::kPrefetch);
+      }
+    }
+  }
+  if (mode == PrefetchMode::kNone) return missing;
+  for (EntryId id : index().hot_list()) {
+    if (id < index().entry_count()) prefetch_file(index().entry(canonical(id)), Priority::kPrefetch);
+  }
+  if (mode == PrefetchMode::kAll && !index().frames().empty()) {
+    fetcher_->prefetch(0, static_cast<uint32_t>(index().frames().size() - 1), Priority::kBackground);
+  }
+  return missing;
+}
+
+MountStats Filesystem::stats() const {
+  MountStats s;
+  const FetchCounters& c = fetcher_->counters();
+  s.archive_bytes = reader_->source().size();
+  s.archive_frames = index().frames().size();
+  s.mount_range_reads = config_.mount_range_reads;
+  s.store_range_reads = c.store_range_reads.load();
+  s.store_bytes = c.store_bytes.load();
+  s.frames_from_store = c.frames_from_store.load();
+  s.frames_from_chunk_cache = c.frames_from_chunk_cache.load();
+  s.frames_from_memory = c.frames_from_memory.load();
+  s.prefetched_frames = c.prefetched_frames.load();
+  s.chunk_cache_bad = c.chunk_cache_bad.load();
+  s.fetch_errors = c.fetch_errors.load();
+  s.files_opened = files_opened_.load();
+  s.open_handles = open_handles_.load();
+  s.reads = reads_.load();
+  s.bytes_served = bytes_served_.load();
+  s.read_errors = read_errors_.load();
+  s.read_timeouts = read_timeouts_.load();
+  s.memory_used_bytes = budget_.used();
+  s.memory_budget_bytes = budget_.limit();
+  s.uptime_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+  return s;
+}
+
+std::vector<EntryId> Filesystem::access_order() const {
+  std::lock_guard lock(access_mu_);
+  return access_order_;
+}
+
+}  // namespace lazycache::fs

@@ -1,0 +1,175 @@
+// SPDX-License-Identifier: MIT
+// File: fs/filesystem.h -- Filesystem: the read-only file system over one archive, without FUSE.
+//
+// Parts and data flow: metadata (getattr, lookup, readdir, readlink, xattrs, statfs) is answered
+// from the archive's Index alone, with no I/O. File data goes
+//   read(handle, offset, size) -> frames_for_range -> FrameFetcher (memory FrameCache -> LMDB
+//   ChunkCache -> range reads) -> pieces of decompressed frames handed to the callback,
+// plus per-open-file sequential readahead (ReadAheadPolicy) and mount-time prefetch (the index's
+// hot list, a list of paths, or the whole archive in the background).
+//
+// Identity: an EntryId names an index entry. Hardlinked names share one canonical id (the group's
+// first entry), which lookup() returns, so the FUSE adapter gives them one inode number.
+// The adapter (fs/fuse_adapter.h) maps kernel inode numbers to ids; nothing here knows FUSE, so a
+// writable upper layer can wrap this class later (issue 5) without touching the glue.
+//
+// Caveats (the operating rules):
+//  - The archive is immutable: attributes never change while mounted, so the adapter hands out
+//    long entry/attr timeouts and keep_cache. A store object replaced under a mount makes reads
+//    fail (kPreconditionFailed -> ESTALE) rather than mix versions, if the source pins versions.
+//  - No state is held per inode: only open files have state (a small struct each), so a tree of
+//    any size costs no descriptors and no memory per entry.
+//  - Every read either completes or fails within `read_timeout_ms` (kTimeout -> EIO), even when
+//    the source hangs; a fetch that completes later still fills the caches.
+//
+// Thread-safety: every method may be called from any thread concurrently. Read callbacks run on a
+// fetch thread, on the watchdog thread (timeouts) or inline in read().
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "format/archive.h"
+#include "fs/chunk_cache.h"
+#include "fs/frame_cache.h"
+#include "fs/frame_fetcher.h"
+#include "fs/memory_budget.h"
+#include "fs/mount_stats.h"
+#include "fs/read_ahead_policy.h"
+
+namespace lazycache::fs {
+
+using format::EntryId;
+
+struct FilesystemConfig {
+  FetcherConfig fetcher;
+  ReadAheadConfig readahead;
+  // 256 MiB: room for ~64 decompressed 4 MiB frames plus the fetches in flight; a CI runner has
+  // gigabytes, and the page cache above us holds what readers reuse.
+  uint64_t memory_budget_bytes = 256ull << 20;
+  // 30 s: longer than the store's own retry schedule for one range read, short enough that a
+  // job sees EIO instead of hanging in D state when the store goes away.
+  uint64_t read_timeout_ms = 30000;
+  // When set, every entry reports this owner (a mount by a non-root user shows the user's files,
+  // as tar does when extracting as non-root); else the archive's uid/gid.
+  std::optional<std::pair<uint32_t, uint32_t>> owner;
+  // Reads of the archive made before the Filesystem existed (opening its tail), for the figures.
+  uint64_t mount_range_reads = 0;
+};
+
+struct Attr {
+  uint32_t mode = 0;  // S_IFMT bits included
+  uint32_t nlink = 1;
+  uint32_t uid = 0, gid = 0;
+  uint64_t size = 0;
+  int64_t mtime_ns = 0;
+};
+
+struct StatfsInfo {
+  uint64_t block_size = 4096;
+  uint64_t blocks = 0;
+  uint64_t files = 0;
+  uint32_t name_max = 255;
+};
+
+// A slice of a decompressed frame: the read's bytes are the pieces in order. The FramePtr keeps
+// the bytes alive for as long as the piece is held.
+struct ReadPiece {
+  FramePtr frame;
+  size_t offset = 0;
+  size_t length = 0;
+};
+using ReadCallback = std::function<void(Result<std::vector<ReadPiece>>)>;
+
+enum class PrefetchMode { kNone, kHotList, kAll };
+
+class Filesystem {
+ public:
+  // Takes the opened archive. `chunk_cache` may be null (no local cache).
+  Filesystem(std::unique_ptr<format::ArchiveReader> reader, std::shared_ptr<ChunkCache> chunk_cache,
+             FilesystemConfig config = {});
+  // Stops prefetch, fails reads still waiting with kCancelled, joins every thread.
+  ~Filesystem();
+  Filesystem(const Filesystem&) = delete;
+  Filesystem& operator=(const Filesystem&) = delete;
+
+  const format::Index& index() const { return reader_->index(); }
+  const format::ArchiveReader& reader() const { return *reader_; }
+
+  // The id the rest of the API expects for entry `id`: hardlinks map to their group's first entry.
+  EntryId canonical(EntryId id) const;
+  // Errors: kNotFound (no such entry).
+  Result<Attr> getattr(EntryId id) const;
+  // The canonical id of `name` in directory `dir`. Errors: kNotFound, kInvalidArgument (ENOTDIR).
+  Result<EntryId> lookup(EntryId dir, std::string_view name) const;
+  // Children of a directory in name order. Errors: kNotFound, kInvalidArgument (not a directory).
+  Result<format::Index::ChildRange> children(EntryId dir) const;
+  // Errors: kNotFound, kInvalidArgument (not a symlink).
+  Result<std::string> readlink(EntryId id) const;
+  // The value of xattr `name`, or nullopt when the entry has no such attribute.
+  Result<std::optional<std::string>> getxattr(EntryId id, std::string_view name) const;
+  Result<std::vector<std::string>> listxattr(EntryId id) const;
+  StatfsInfo statfs() const;
+
+  // Opens a regular file for reading; returns a handle for read()/release(). Errors: kNotFound,
+  // kInvalidArgument (a directory or symlink), kPermissionDenied (write access asked: read-only).
+  Result<uint64_t> open(EntryId id, int open_flags);
+  void release(uint64_t handle);
+  // Reads up to `size` bytes at `offset` of the open file; short only at end of file (an empty
+  // piece list at or past it). `cb` runs exactly once. Errors: the fetch's (kUnavailable,
+  // kCorrupt, kPreconditionFailed, ...), kTimeout after read_timeout_ms, kCancelled at shutdown.
+  void read(uint64_t handle, uint64_t offset, size_t size, ReadCallback cb);
+  // Blocking whole-range read into a string (tests and tools).
+  Result<std::string> read_sync(uint64_t handle, uint64_t offset, size_t size);
+
+  // Queues prefetch: the index's hot list (kHotList) or every frame in the background (kAll);
+  // `paths` (index paths, "a/b/c") are fetched first in the order given, at prefetch priority.
+  // Returns the number of paths that were not found (they are skipped).
+  size_t start_prefetch(PrefetchMode mode, const std::vector<std::string>& paths = {});
+  void wait_prefetch_idle() { fetcher_->wait_idle(); }
+
+  MountStats stats() const;
+  // Regular files in the order they were first opened (for the learned hot list of the next save).
+  std::vector<EntryId> access_order() const;
+
+ private:
+  struct OpenFile;
+  struct ReadOp;
+  void prefetch_file(const format::Entry& e, Priority p);
+  void finish(const std::shared_ptr<ReadOp>& op, Result<std::vector<ReadPiece>> result);
+  void watchdog(std::stop_token stop);
+
+  std::unique_ptr<format::ArchiveReader> reader_;
+  FilesystemConfig config_;
+  MemoryBudget budget_;
+  FrameCache memory_;
+  std::shared_ptr<ChunkCache> chunk_cache_;
+  std::unique_ptr<FrameFetcher> fetcher_;  // reset first in the destructor
+  const std::chrono::steady_clock::time_point started_;
+
+  std::atomic<uint64_t> files_opened_{0}, open_handles_{0}, reads_{0}, bytes_served_{0}, read_errors_{0},
+      read_timeouts_{0};
+
+  mutable std::mutex access_mu_;  // guards opened_, access_order_
+  std::vector<bool> opened_;
+  std::vector<EntryId> access_order_;
+
+  std::mutex ops_mu_;  // guards ops_, next_op_; taken before a ReadOp's own state (never inside)
+  std::condition_variable_any ops_cv_;
+  std::map<uint64_t, std::weak_ptr<ReadOp>> ops_;  // reads in flight, by id, for the watchdog
+  uint64_t next_op_ = 0;
+  std::jthread watchdog_;  // last member: stops and joins first
+};
+
+}  // namespace lazycache::fs

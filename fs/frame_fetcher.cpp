@@ -1,0 +1,283 @@
+// SPDX-License-Identifier: MIT
+#include "fs/frame_fetcher.h"
+
+#include <algorithm>
+#include <chrono>
+#include <future>
+#include <iostream>
+
+namespace lazycache::fs {
+
+FrameFetcher::FrameFetcher(const format::ArchiveReader& reader, std::shared_ptr<ChunkCache> chunk_cache,
+                           FrameCache& memory, MemoryBudget& budget, FetcherConfig config)
+    : reader_(reader),
+      frames_(reader.index().frames()),
+      chunk_cache_(std::move(chunk_cache)),
+      memory_(memory),
+      budget_(budget),
+      config_(config) {
+  const int n = std::max(1, config_.threads);
+  workers_.reserve(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) workers_.emplace_back([this] { worker_loop(); });
+}
+
+FrameFetcher::~FrameFetcher() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  work_cv_.notify_all();
+  idle_cv_.notify_all();
+  workers_.clear();  // joins
+  std::map<uint32_t, Pending> left;
+  {
+    std::lock_guard lock(mu_);
+    left.swap(pending_);
+    queue_.clear();
+  }
+  for (auto& [frame, p] : left) {
+    for (auto& cb : p.waiters) cb(Status(ErrorCode::kCancelled, "mount is shutting down"));
+  }
+}
+
+void FrameFetcher::enqueue_locked(uint32_t frame, Priority priority, bool keep_in_memory, FrameCallback cb) {
+  auto it = pending_.find(frame);
+  if (it != pending_.end()) {
+    Pending& p = it->second;
+    if (cb) p.waiters.push_back(std::move(cb));
+    p.keep_in_memory = p.keep_in_memory || keep_in_memory;
+    if (!p.claimed && priority < p.priority) {
+      queue_.erase(QueueKey{static_cast<uint8_t>(p.priority), p.seq, frame});
+      p.priority = priority;
+      queue_.insert(QueueKey{static_cast<uint8_t>(p.priority), p.seq, frame});
+      work_cv_.notify_one();
+    }
+    return;
+  }
+  Pending p{priority, seq_++, false, keep_in_memory, {}};
+  if (cb) p.waiters.push_back(std::move(cb));
+  queue_.insert(QueueKey{static_cast<uint8_t>(priority), p.seq, frame});
+  pending_.emplace(frame, std::move(p));
+  work_cv_.notify_one();
+}
+
+void FrameFetcher::get(uint32_t frame, Priority priority, FrameCallback cb) {
+  if (frame >= frames_.size()) {
+    cb(Status(ErrorCode::kInvalidArgument, "frame " + std::to_string(frame) + " out of range"));
+    return;
+  }
+  if (FramePtr p = memory_.get(frame)) {
+    counters_.frames_from_memory.fetch_add(1, std::memory_order_relaxed);
+    cb(std::move(p));
+    return;
+  }
+  std::unique_lock lock(mu_);
+  if (stop_) {
+    lock.unlock();
+    cb(Status(ErrorCode::kCancelled, "mount is shutting down"));
+    return;
+  }
+  enqueue_locked(frame, priority, true, std::move(cb));
+}
+
+Result<FramePtr> FrameFetcher::get_sync(uint32_t frame, Priority priority) {
+  std::promise<Result<FramePtr>> done;
+  auto fut = done.get_future();
+  get(frame, priority, [&done](Result<FramePtr> r) { done.set_value(std::move(r)); });
+  return fut.get();
+}
+
+void FrameFetcher::prefetch(uint32_t first, uint32_t last, Priority priority) {
+  if (frames_.empty()) return;
+  last = std::min<uint32_t>(last, static_cast<uint32_t>(frames_.size() - 1));
+  const bool keep = priority <= Priority::kReadahead;
+  for (uint32_t f = first; f <= last; ++f) {
+    if (keep && memory_.get(f) != nullptr) continue;
+    std::lock_guard lock(mu_);
+    if (stop_) return;
+    enqueue_locked(f, priority, keep, nullptr);
+  }
+}
+
+bool FrameFetcher::idle() const {
+  std::lock_guard lock(mu_);
+  return queue_.empty() && active_ == 0;
+}
+
+void FrameFetcher::wait_idle() {
+  std::unique_lock lock(mu_);
+  idle_cv_.wait(lock, [this] { return stop_ || (queue_.empty() && active_ == 0); });
+}
+
+std::vector<uint32_t> FrameFetcher::claim_run_locked(bool& background) {
+  if (queue_.empty()) return {};
+  const auto [prio, seq, frame] = *queue_.begin();
+  background = prio >= static_cast<uint8_t>(Priority::kPrefetch);
+  // The queue is ordered by priority, so if the most urgent entry is background work and its
+  // workers are all busy, nothing else may run either.
+  if (background && background_active_ >= config_.background_threads) return {};
+  auto claim = [this](uint32_t f) {
+    Pending& p = pending_.at(f);
+    queue_.erase(QueueKey{static_cast<uint8_t>(p.priority), p.seq, f});
+    p.claimed = true;
+    return frames_[f].compressed_size;
+  };
+  auto claimable = [this](uint32_t f) {
+    auto it = pending_.find(f);
+    return it != pending_.end() && !it->second.claimed;
+  };
+  std::vector<uint32_t> run{frame};
+  uint64_t bytes = claim(frame);
+  for (uint32_t f = frame + 1; f < frames_.size() && claimable(f) && bytes + frames_[f].compressed_size <= config_.merge_bytes; ++f) {
+    bytes += claim(f);
+    run.push_back(f);
+  }
+  for (uint32_t f = frame; f > 0 && claimable(f - 1) && bytes + frames_[f - 1].compressed_size <= config_.merge_bytes; --f) {
+    bytes += claim(f - 1);
+    run.insert(run.begin(), f - 1);
+  }
+  return run;
+}
+
+void FrameFetcher::worker_loop() {
+  while (true) {
+    std::vector<uint32_t> run;
+    bool background = false;
+    {
+      std::unique_lock lock(mu_);
+      work_cv_.wait(lock, [&] {
+        if (stop_) return true;
+        run = claim_run_locked(background);
+        return !run.empty();
+      });
+      if (stop_) {
+        for (uint32_t f : run) pending_.at(f).claimed = false;  // failed as kCancelled by the destructor
+        return;
+      }
+      ++active_;
+      if (background) ++background_active_;
+    }
+    process_run(run, background);
+    {
+      std::lock_guard lock(mu_);
+      --active_;
+      if (background) --background_active_;
+      if (queue_.empty() && active_ == 0) idle_cv_.notify_all();
+    }
+    work_cv_.notify_all();  // a background slot may have freed up
+  }
+}
+
+uint64_t FrameFetcher::reserve_for(uint64_t bytes, bool background) {
+  if (budget_.try_reserve(bytes)) return bytes;
+  if (background) return 0;
+  memory_.make_room(bytes);
+  budget_.reserve_forced(bytes);
+  return bytes;
+}
+
+void FrameFetcher::complete(uint32_t frame, const Result<FramePtr>& result) {
+  Pending p{};
+  {
+    std::lock_guard lock(mu_);
+    auto it = pending_.find(frame);
+    if (it == pending_.end()) return;
+    p = std::move(it->second);
+    // Publish to memory before forgetting the pending entry, so a concurrent get() finds the
+    // frame in one place or the other and never starts a second fetch.
+    if (result.ok() && p.keep_in_memory) memory_.put(frame, result.value());
+    pending_.erase(it);
+  }
+  if (p.priority >= Priority::kPrefetch && result.ok()) counters_.prefetched_frames.fetch_add(1, std::memory_order_relaxed);
+  for (auto& cb : p.waiters) cb(result);
+}
+
+void FrameFetcher::process_run(const std::vector<uint32_t>& run, bool background) {
+  uint64_t compressed = 0, largest = 0;
+  for (uint32_t f : run) {
+    compressed += frames_[f].compressed_size;
+    largest = std::max<uint64_t>(largest, frames_[f].uncompressed_size);
+  }
+  const uint64_t charge = reserve_for(compressed + largest, background);
+  if (charge == 0) {
+    // The budget is taken by reads: put the background work back and let them finish first.
+    std::unique_lock lock(mu_);
+    for (uint32_t f : run) {
+      Pending& p = pending_.at(f);
+      p.claimed = false;
+      queue_.insert(QueueKey{static_cast<uint8_t>(p.priority), p.seq, f});
+    }
+    work_cv_.wait_for(lock, std::chrono::milliseconds(20), [this] { return stop_; });
+    return;
+  }
+
+  std::vector<uint32_t> missing;
+  for (uint32_t f : run) {
+    if (chunk_cache_ != nullptr) {
+      auto cached = chunk_cache_->get(frames_[f].digest);
+      if (cached.ok()) {
+        auto decoded = reader_.decode_frame(f, std::as_bytes(std::span(cached->data(), cached->size())));
+        if (decoded.ok()) {
+          counters_.frames_from_chunk_cache.fetch_add(1, std::memory_order_relaxed);
+          complete(f, FramePtr(std::make_shared<const std::string>(std::move(decoded).value())));
+          continue;
+        }
+        counters_.chunk_cache_bad.fetch_add(1, std::memory_order_relaxed);
+      }
+    }
+    missing.push_back(f);
+  }
+
+  const ByteSource& source = reader_.source();
+  size_t i = 0;
+  while (i < missing.size()) {
+    // A contiguous run of frames in the archive object: one range read.
+    size_t j = i + 1;
+    while (j < missing.size() && missing[j] == missing[j - 1] + 1 &&
+           frames_[missing[j]].compressed_offset ==
+               frames_[missing[j - 1]].compressed_offset + frames_[missing[j - 1]].compressed_size) {
+      ++j;
+    }
+    const uint64_t offset = frames_[missing[i]].compressed_offset;
+    const uint64_t length = frames_[missing[j - 1]].compressed_offset + frames_[missing[j - 1]].compressed_size - offset;
+    std::string buf(length, '\0');
+    auto n = source.read_at(offset, std::as_writable_bytes(std::span(buf.data(), buf.size())));
+    counters_.store_range_reads.fetch_add(1, std::memory_order_relaxed);
+    Status failed;
+    if (!n.ok()) {
+      failed = n.error();
+    } else {
+      counters_.store_bytes.fetch_add(*n, std::memory_order_relaxed);
+      if (*n != length) failed = Status(ErrorCode::kCorrupt, "short read: " + std::to_string(*n) + " of " + std::to_string(length) + " bytes");
+    }
+    for (size_t k = i; k < j; ++k) {
+      const uint32_t f = missing[k];
+      const format::FrameInfo& info = frames_[f];
+      Result<FramePtr> out = failed;
+      if (failed.ok()) {
+        auto compressed_bytes = std::as_bytes(std::span(buf.data() + (info.compressed_offset - offset), info.compressed_size));
+        auto decoded = reader_.decode_frame(f, compressed_bytes);
+        if (decoded.ok()) {
+          if (chunk_cache_ != nullptr) {
+            Status put = chunk_cache_->put(info.digest, compressed_bytes);
+            if (!put.ok()) std::cerr << "lazycache: not caching frame " << f << ": " << put.to_string() << "\n";
+          }
+          counters_.frames_from_store.fetch_add(1, std::memory_order_relaxed);
+          out = FramePtr(std::make_shared<const std::string>(std::move(decoded).value()));
+        } else {
+          out = decoded.error();
+        }
+      }
+      if (!out.ok()) {
+        counters_.fetch_errors.fetch_add(1, std::memory_order_relaxed);
+        std::cerr << "lazycache: frame " << f << " (bytes " << info.compressed_offset << "+" << info.compressed_size
+                  << ") of " << source.describe() << ": " << out.error().to_string() << "\n";
+      }
+      complete(f, out);
+    }
+    i = j;
+  }
+  budget_.release(charge);
+}
+
+}  // namespace lazycache::fs

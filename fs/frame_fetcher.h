@@ -1,0 +1,138 @@
+// SPDX-License-Identifier: MIT
+// File: fs/frame_fetcher.h -- FrameFetcher: turns "I need frame N" into verified decompressed
+// bytes, through the data path
+//   in-memory FrameCache -> LMDB ChunkCache -> range reads of the archive's ByteSource.
+//
+// Design:
+//  - One fetch per frame in flight: every request for a frame that is already queued or being
+//    fetched joins its waiter list (single flight); a waiter's priority raises the queued frame's.
+//  - A priority queue (on-demand < readahead < prefetch < background, FIFO within a priority).
+//    Workers always take the most urgent frame; prefetch and background work may occupy at most
+//    `background_threads` workers, so on-demand reads always find a free worker.
+//  - A worker that takes frame N also takes the queued frames adjacent to it (N+1, N+2, ...,
+//    N-1, ...) up to `merge_bytes` of compressed data, looks each up in the chunk cache, and reads
+//    the missing ones with one range read per contiguous run.
+//  - Every frame is verified by ArchiveReader::decode_frame (XXH3-128 of the compressed bytes
+//    against FrameInfo::digest, then decompression and the seek-table checksum) before it is
+//    stored in the chunk cache, kept in memory or handed to a waiter. A chunk-cache copy that fails
+//    verification is dropped and refetched.
+//  - Buffers (compressed bytes in flight, decompressed frames) are charged to the MemoryBudget;
+//    on-demand and readahead fetches shrink the FrameCache to make room, background work waits.
+//  - A failure of the source (after its own retries and timeouts) fails that fetch's waiters with
+//    the source's status and logs one line naming the archive, the frame and the cause; the frame
+//    is forgotten, so a later read tries again.
+//
+// Threads: owns `threads` worker threads, started in the constructor; the destructor stops them,
+// joins them and fails every remaining waiter with kCancelled. Callbacks run on a worker thread
+// (or inline in get() when the frame is in memory) with no lock held; they must not block long.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include "format/archive.h"
+#include "fs/chunk_cache.h"
+#include "fs/frame_cache.h"
+#include "fs/memory_budget.h"
+
+namespace lazycache::fs {
+
+enum class Priority : uint8_t { kOnDemand = 0, kReadahead = 1, kPrefetch = 2, kBackground = 3 };
+
+struct FetcherConfig {
+  // 16 range reads in flight: the 16-32 concurrent GETs per mount the anchors converge on; local
+  // sources need fewer, but idle workers cost only a stack.
+  int threads = 16;
+  // Prefetch and background fill use at most this many workers, leaving the rest to reads.
+  int background_threads = 4;
+  // 8 MiB: the low end of the 8-16 MiB range reads object stores serve best; larger runs delay
+  // the first frame of the run for the reader waiting on it.
+  uint64_t merge_bytes = 8ull << 20;
+};
+
+// Live counters (relaxed atomics: figures for people, not synchronisation).
+struct FetchCounters {
+  std::atomic<uint64_t> store_range_reads{0};
+  std::atomic<uint64_t> store_bytes{0};          // compressed bytes read from the source
+  std::atomic<uint64_t> frames_from_store{0};
+  std::atomic<uint64_t> frames_from_chunk_cache{0};
+  std::atomic<uint64_t> frames_from_memory{0};
+  std::atomic<uint64_t> chunk_cache_bad{0};      // cached copies that failed verification
+  std::atomic<uint64_t> fetch_errors{0};
+  std::atomic<uint64_t> prefetched_frames{0};    // frames completed at prefetch/background priority
+};
+
+using FrameCallback = std::function<void(Result<FramePtr>)>;
+
+class FrameFetcher {
+ public:
+  // `reader` and the caches must outlive the fetcher. `chunk_cache` may be null (no local cache).
+  FrameFetcher(const format::ArchiveReader& reader, std::shared_ptr<ChunkCache> chunk_cache, FrameCache& memory,
+               MemoryBudget& budget, FetcherConfig config = {});
+  ~FrameFetcher();
+  FrameFetcher(const FrameFetcher&) = delete;
+  FrameFetcher& operator=(const FrameFetcher&) = delete;
+
+  // Delivers frame `frame` (decompressed, verified) to `cb`: inline when it is in memory, else
+  // later from a worker. Errors: kInvalidArgument (no such frame), the source's errors, kCorrupt,
+  // kCancelled (fetcher shutting down). Never blocks on I/O.
+  void get(uint32_t frame, Priority priority, FrameCallback cb);
+  // Blocking form of get() (tests, tools).
+  Result<FramePtr> get_sync(uint32_t frame, Priority priority = Priority::kOnDemand);
+  // Queues frames [first, last] that are neither in memory nor already queued. Readahead frames
+  // are kept in memory when done; prefetch and background frames only go to the chunk cache.
+  void prefetch(uint32_t first, uint32_t last, Priority priority);
+  // Blocks until nothing is queued or in flight (tests and `--prefetch` completion reports).
+  void wait_idle();
+  bool idle() const;
+
+  const FetchCounters& counters() const { return counters_; }
+
+ private:
+  struct Pending {
+    Priority priority;
+    uint64_t seq;
+    bool claimed = false;
+    bool keep_in_memory = false;
+    std::vector<FrameCallback> waiters;
+  };
+  using QueueKey = std::tuple<uint8_t, uint64_t, uint32_t>;  // (priority, arrival, frame)
+
+  void enqueue_locked(uint32_t frame, Priority priority, bool keep_in_memory, FrameCallback cb);
+  void worker_loop();
+  // Takes the most urgent runnable frame plus its queued neighbours; empty if none may run now.
+  std::vector<uint32_t> claim_run_locked(bool& background);
+  void process_run(const std::vector<uint32_t>& frames, bool background);
+  void complete(uint32_t frame, const Result<FramePtr>& result);
+  uint64_t reserve_for(uint64_t bytes, bool background);
+
+  const format::ArchiveReader& reader_;
+  std::span<const format::FrameInfo> frames_;
+  std::shared_ptr<ChunkCache> chunk_cache_;
+  FrameCache& memory_;
+  MemoryBudget& budget_;
+  const FetcherConfig config_;
+  FetchCounters counters_;
+
+  mutable std::mutex mu_;  // guards pending_, queue_, seq_, background_active_, active_, stop_
+  std::condition_variable work_cv_;
+  std::condition_variable idle_cv_;
+  std::map<uint32_t, Pending> pending_;
+  std::set<QueueKey> queue_;
+  uint64_t seq_ = 0;
+  int background_active_ = 0;
+  int active_ = 0;
+  bool stop_ = false;
+  std::vector<std::jthread> workers_;
+};
+
+}  // namespace lazycache::fs

@@ -1,0 +1,366 @@
+// SPDX-License-Identifier: MIT
+#include "fs/fuse_adapter.h"
+
+#include <fuse_lowlevel.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/uio.h>
+
+#include <cstring>
+#include <iostream>
+#include <new>
+#include <vector>
+
+#include "fs/errno_map.h"
+
+namespace lazycache::fs {
+namespace {
+
+static_assert(sizeof(fuse_ino_t) == 8, "inode numbers are entry ids + 2 and need 64 bits");
+
+FuseMount& mount_of(fuse_req_t req) { return *static_cast<FuseMount*>(fuse_req_userdata(req)); }
+
+// The per-op catch-all: an exception never crosses into libfuse, and the request still gets
+// exactly one reply. Handlers reply themselves on every normal path.
+template <typename F>
+void guarded(fuse_req_t req, F&& body) {
+  try {
+    body();
+  } catch (const std::bad_alloc&) {
+    fuse_reply_err(req, ENOMEM);
+  } catch (const std::exception& e) {
+    std::cerr << "lazycache: internal error in a FUSE handler: " << e.what() << "\n";
+    fuse_reply_err(req, EIO);
+  }
+}
+
+void reply_error(fuse_req_t req, const Status& s) { fuse_reply_err(req, errno_for(s)); }
+
+struct stat to_stat(const FuseMount& m, EntryId id, const Attr& a) {
+  struct stat st;
+  std::memset(&st, 0, sizeof(st));
+  st.st_ino = m.to_ino(id);
+  st.st_mode = a.mode;
+  st.st_nlink = a.nlink;
+  st.st_uid = a.uid;
+  st.st_gid = a.gid;
+  st.st_size = static_cast<off_t>(a.size);
+  st.st_blksize = 4096;
+  st.st_blocks = static_cast<blkcnt_t>((a.size + 511) / 512);
+  st.st_mtim.tv_sec = a.mtime_ns / 1000000000;
+  st.st_mtim.tv_nsec = a.mtime_ns % 1000000000;
+  if (st.st_mtim.tv_nsec < 0) {
+    st.st_mtim.tv_nsec += 1000000000;
+    st.st_mtim.tv_sec -= 1;
+  }
+  st.st_atim = st.st_mtim;
+  st.st_ctim = st.st_mtim;
+  return st;
+}
+
+Result<fuse_entry_param> entry_param(FuseMount& m, EntryId id) {
+  LC_ASSIGN_OR_RETURN(Attr a, m.filesystem().getattr(id));
+  fuse_entry_param e;
+  std::memset(&e, 0, sizeof(e));
+  e.ino = m.to_ino(id);
+  e.generation = 1;
+  e.attr = to_stat(m, id, a);
+  e.attr_timeout = m.config().timeout_seconds;
+  e.entry_timeout = m.config().timeout_seconds;
+  return e;
+}
+
+void op_init(void* userdata, fuse_conn_info* conn) {
+  auto* m = static_cast<FuseMount*>(userdata);
+  conn->max_background = m->config().max_background;
+  conn->congestion_threshold = m->config().max_background * 3 / 4;
+  if (conn->capable & FUSE_CAP_CACHE_SYMLINKS) conn->want |= FUSE_CAP_CACHE_SYMLINKS;
+  // Always readdirplus: `ls -l` and `find` then need no lookup per name.
+  conn->want &= ~FUSE_CAP_READDIRPLUS_AUTO;
+}
+
+void op_lookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
+  guarded(req, [&] {
+    FuseMount& m = mount_of(req);
+    auto id = m.filesystem().lookup(m.to_id(parent), name);
+    if (!id.ok()) {
+      if (id.error().code() == ErrorCode::kNotFound) {
+        // Negative entry: the name will not appear later, the kernel may remember that.
+        fuse_entry_param e;
+        std::memset(&e, 0, sizeof(e));
+        e.entry_timeout = m.config().timeout_seconds;
+        fuse_reply_entry(req, &e);
+      } else {
+        reply_error(req, id.error());
+      }
+      return;
+    }
+    auto e = entry_param(m, *id);
+    if (!e.ok()) return reply_error(req, e.error());
+    fuse_reply_entry(req, &*e);
+  });
+}
+
+void op_forget(fuse_req_t req, fuse_ino_t, uint64_t) { fuse_reply_none(req); }
+void op_forget_multi(fuse_req_t req, size_t, fuse_forget_data*) { fuse_reply_none(req); }
+
+void op_getattr(fuse_req_t req, fuse_ino_t ino, fuse_file_info*) {
+  guarded(req, [&] {
+    FuseMount& m = mount_of(req);
+    EntryId id = m.to_id(ino);
+    auto a = m.filesystem().getattr(id);
+    if (!a.ok()) return reply_error(req, a.error());
+    struct stat st = to_stat(m, m.filesystem().canonical(id), *a);
+    fuse_reply_attr(req, &st, m.config().timeout_seconds);
+  });
+}
+
+void op_readlink(fuse_req_t req, fuse_ino_t ino) {
+  guarded(req, [&] {
+    FuseMount& m = mount_of(req);
+    auto target = m.filesystem().readlink(m.to_id(ino));
+    if (!target.ok()) return reply_error(req, target.error());
+    fuse_reply_readlink(req, target->c_str());
+  });
+}
+
+void op_opendir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+  guarded(req, [&] {
+    FuseMount& m = mount_of(req);
+    auto kids = m.filesystem().children(m.to_id(ino));
+    if (!kids.ok()) {
+      fuse_reply_err(req, kids.error().code() == ErrorCode::kInvalidArgument ? ENOTDIR : errno_for(kids.error()));
+      return;
+    }
+    fi->cache_readdir = 1;
+    fi->keep_cache = 1;
+    fuse_reply_open(req, fi);
+  });
+}
+
+// Offsets: 1 after ".", 2 after "..", 3 + i after child i.
+void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, bool plus) {
+  FuseMount& m = mount_of(req);
+  Filesystem& fs = m.filesystem();
+  const EntryId dir = m.to_id(ino);
+  auto kids = fs.children(dir);
+  if (!kids.ok()) {
+    fuse_reply_err(req, kids.error().code() == ErrorCode::kInvalidArgument ? ENOTDIR : errno_for(kids.error()));
+    return;
+  }
+  std::vector<char> buf(size);
+  size_t used = 0;
+  auto add = [&](const char* name, EntryId id, bool dot, off_t next) -> bool {
+    size_t n;
+    if (plus) {
+      fuse_entry_param e;
+      std::memset(&e, 0, sizeof(e));
+      if (dot) {
+        // The kernel ignores attributes of "." and ".."; ino 0 keeps it from counting a lookup.
+        e.attr.st_ino = m.to_ino(id);
+        e.attr.st_mode = S_IFDIR;
+      } else {
+        auto ep = entry_param(m, id);
+        if (!ep.ok()) return true;  // skip an entry we cannot describe rather than fail the listing
+        e = *ep;
+      }
+      n = fuse_add_direntry_plus(req, buf.data() + used, size - used, name, &e, next);
+    } else {
+      struct stat st;
+      std::memset(&st, 0, sizeof(st));
+      st.st_ino = m.to_ino(id);
+      auto a = fs.getattr(id);
+      st.st_mode = a.ok() ? a->mode : S_IFREG;
+      n = fuse_add_direntry(req, buf.data() + used, size - used, name, &st, next);
+    }
+    if (n > size - used) return false;
+    used += n;
+    return true;
+  };
+  const EntryId parent = dir == m.config().root ? dir : fs.index().entry(dir).parent;
+  if (off < 1 && !add(".", dir, true, 1)) return void(fuse_reply_buf(req, buf.data(), used));
+  if (off < 2 && !add("..", parent, true, 2)) return void(fuse_reply_buf(req, buf.data(), used));
+  for (uint64_t i = off < 3 ? 0 : static_cast<uint64_t>(off) - 2; i < kids->count; ++i) {
+    const EntryId child = kids->first + static_cast<EntryId>(i);
+    const std::string name(fs.index().entry(child).name);
+    if (!add(name.c_str(), fs.canonical(child), false, static_cast<off_t>(i + 3))) break;
+  }
+  fuse_reply_buf(req, buf.data(), used);
+}
+
+void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info*) {
+  guarded(req, [&] { do_readdir(req, ino, size, off, false); });
+}
+void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info*) {
+  guarded(req, [&] { do_readdir(req, ino, size, off, true); });
+}
+void op_releasedir(fuse_req_t req, fuse_ino_t, fuse_file_info*) { fuse_reply_err(req, 0); }
+
+void op_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+  guarded(req, [&] {
+    FuseMount& m = mount_of(req);
+    auto h = m.filesystem().open(m.to_id(ino), fi->flags);
+    if (!h.ok()) {
+      if (h.error().code() == ErrorCode::kPermissionDenied) return void(fuse_reply_err(req, EROFS));
+      if (h.error().code() == ErrorCode::kInvalidArgument) return void(fuse_reply_err(req, EISDIR));
+      return reply_error(req, h.error());
+    }
+    fi->fh = *h;
+    fi->keep_cache = 1;
+    fi->noflush = 1;
+    if (fuse_reply_open(req, fi) != 0) m.filesystem().release(*h);  // the opener was interrupted
+  });
+}
+
+void op_read(fuse_req_t req, fuse_ino_t, size_t size, off_t off, fuse_file_info* fi) {
+  guarded(req, [&] {
+    mount_of(req).filesystem().read(fi->fh, static_cast<uint64_t>(off), size, [req](Result<std::vector<ReadPiece>> r) {
+      if (!r.ok()) return reply_error(req, r.error());
+      std::vector<iovec> iov;
+      iov.reserve(r->size());
+      for (const ReadPiece& p : *r) {
+        iov.push_back(iovec{const_cast<char*>(p.frame->data() + p.offset), p.length});
+      }
+      // fuse_reply_iov copies into the kernel before returning, so the pieces may go after it.
+      fuse_reply_iov(req, iov.data(), static_cast<int>(iov.size()));
+    });
+  });
+}
+
+void op_release(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) {
+  mount_of(req).filesystem().release(fi->fh);
+  fuse_reply_err(req, 0);
+}
+
+void op_statfs(fuse_req_t req, fuse_ino_t) {
+  guarded(req, [&] {
+    StatfsInfo s = mount_of(req).filesystem().statfs();
+    struct statvfs st;
+    std::memset(&st, 0, sizeof(st));
+    st.f_bsize = s.block_size;
+    st.f_frsize = s.block_size;
+    st.f_blocks = s.blocks;
+    st.f_files = s.files;
+    st.f_namemax = s.name_max;
+    st.f_flag = ST_RDONLY;
+    fuse_reply_statfs(req, &st);
+  });
+}
+
+void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t size) {
+  guarded(req, [&] {
+    FuseMount& m = mount_of(req);
+    auto v = m.filesystem().getxattr(m.to_id(ino), name);
+    if (!v.ok()) return reply_error(req, v.error());
+    if (!v->has_value()) return void(fuse_reply_err(req, ENODATA));
+    const std::string& value = **v;
+    if (size == 0) return void(fuse_reply_xattr(req, value.size()));
+    if (value.size() > size) return void(fuse_reply_err(req, ERANGE));
+    fuse_reply_buf(req, value.data(), value.size());
+  });
+}
+
+void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size) {
+  guarded(req, [&] {
+    FuseMount& m = mount_of(req);
+    auto names = m.filesystem().listxattr(m.to_id(ino));
+    if (!names.ok()) return reply_error(req, names.error());
+    std::string list;
+    for (const std::string& n : *names) list.append(n).push_back('\0');
+    if (size == 0) return void(fuse_reply_xattr(req, list.size()));
+    if (list.size() > size) return void(fuse_reply_err(req, ERANGE));
+    fuse_reply_buf(req, list.data(), list.size());
+  });
+}
+
+const fuse_lowlevel_ops* ops() {
+  static const fuse_lowlevel_ops table = [] {
+    fuse_lowlevel_ops o;
+    std::memset(&o, 0, sizeof(o));
+    o.init = op_init;
+    o.lookup = op_lookup;
+    o.forget = op_forget;
+    o.forget_multi = op_forget_multi;
+    o.getattr = op_getattr;
+    o.readlink = op_readlink;
+    o.opendir = op_opendir;
+    o.readdir = op_readdir;
+    o.readdirplus = op_readdirplus;
+    o.releasedir = op_releasedir;
+    o.open = op_open;
+    o.read = op_read;
+    o.release = op_release;
+    o.statfs = op_statfs;
+    o.getxattr = op_getxattr;
+    o.listxattr = op_listxattr;
+    return o;
+  }();
+  return &table;
+}
+
+}  // namespace
+
+EntryId FuseMount::to_id(uint64_t ino) const {
+  if (ino == FUSE_ROOT_ID) return config_.root;
+  // An unknown number maps past the last entry, which every Filesystem call rejects (kNotFound).
+  return ino >= 2 && ino - 2 < fs_.index().entry_count() ? static_cast<EntryId>(ino - 2) : fs_.index().entry_count();
+}
+
+uint64_t FuseMount::to_ino(EntryId id) const { return id == config_.root ? FUSE_ROOT_ID : static_cast<uint64_t>(id) + 2; }
+
+Result<std::unique_ptr<FuseMount>> FuseMount::mount(Filesystem& fs, FuseMountConfig config) {
+  if (config.root >= fs.index().entry_count() || fs.index().entry(config.root).type != format::EntryType::kDirectory) {
+    return Status(ErrorCode::kInvalidArgument, "mount root is not a directory of the archive");
+  }
+  std::unique_ptr<FuseMount> m(new FuseMount(fs, std::move(config)));
+  std::string opts = "ro,default_permissions,fsname=" + m->config_.fsname + ",subtype=lazycache";
+  if (m->config_.allow_other) opts += ",allow_other";
+  const char* argv[] = {"lazycache", "-o", opts.c_str()};
+  fuse_args args = FUSE_ARGS_INIT(3, const_cast<char**>(argv));
+  m->session_ = fuse_session_new(&args, ops(), sizeof(fuse_lowlevel_ops), m.get());
+  fuse_opt_free_args(&args);
+  if (m->session_ == nullptr) return Status(ErrorCode::kInternal, "fuse_session_new failed for " + m->config_.mountpoint);
+  if (fuse_session_mount(m->session_, m->config_.mountpoint.c_str()) != 0) {
+    fuse_session_destroy(m->session_);
+    m->session_ = nullptr;
+    return Status(ErrorCode::kIo, "cannot mount FUSE at " + m->config_.mountpoint +
+                                      " (is /dev/fuse available and the directory accessible?)");
+  }
+  return m;
+}
+
+void FuseMount::start() {
+  loop_ = std::jthread([this] {
+    fuse_loop_config* cfg = fuse_loop_cfg_create();
+    fuse_loop_cfg_set_max_threads(cfg, static_cast<unsigned>(config_.max_threads));
+    fuse_loop_cfg_set_clone_fd(cfg, 1);
+    fuse_session_loop_mt(session_, cfg);
+    fuse_loop_cfg_destroy(cfg);
+    finished_ = true;
+    finished_.notify_all();
+  });
+}
+
+void FuseMount::wait() { finished_.wait(false); }
+
+void FuseMount::stop() {
+  if (unmounted_.exchange(true)) return;
+  fuse_session_exit(session_);
+  // A detach wakes every handler blocked reading /dev/fuse (ENODEV) so the loop can end.
+  if (::umount2(config_.mountpoint.c_str(), MNT_DETACH) != 0 && errno != EINVAL && errno != ENOENT) {
+    fuse_session_unmount(session_);  // non-root: fusermount3 -u -z
+  }
+}
+
+FuseMount::~FuseMount() {
+  if (session_ == nullptr) return;
+  if (loop_.joinable()) {
+    if (!finished_) stop();
+    loop_.join();
+  }
+  fuse_session_unmount(session_);
+  fuse_session_destroy(session_);
+}
+
+}  // namespace lazycache::fs

@@ -1,0 +1,112 @@
+// SPDX-License-Identifier: MIT
+#include "fs/local_files.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <climits>
+#include <cstdlib>
+
+namespace lazycache::fs {
+namespace {
+
+Status write_all(int fd, const char* data, size_t size, const std::string& path) {
+  while (size > 0) {
+    ssize_t n = ::write(fd, data, size);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return errno_status("write " + path);
+    }
+    data += n;
+    size -= static_cast<size_t>(n);
+  }
+  return Status();
+}
+
+}  // namespace
+
+Status make_dirs(const std::string& path) {
+  std::string cur;
+  size_t pos = 0;
+  while (pos != std::string::npos) {
+    pos = path.find('/', pos + 1);
+    cur = path.substr(0, pos);
+    if (cur.empty()) continue;
+    if (::mkdir(cur.c_str(), 0755) != 0 && errno != EEXIST) return errno_status("mkdir " + cur);
+  }
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return errno_status("stat " + path);
+  if (!S_ISDIR(st.st_mode)) return Status(ErrorCode::kIo, path + " is not a directory", ENOTDIR);
+  return Status();
+}
+
+Result<std::string> real_path(const std::string& path) {
+  char buf[PATH_MAX];
+  if (::realpath(path.c_str(), buf) == nullptr) return errno_status("realpath " + path);
+  return std::string(buf);
+}
+
+Result<std::string> read_whole_file(const std::string& path, size_t max_bytes) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return errno_status("open " + path);
+  std::string out;
+  struct stat st;
+  if (::fstat(fd, &st) == 0 && st.st_size > 0 && static_cast<size_t>(st.st_size) <= max_bytes) {
+    out.reserve(static_cast<size_t>(st.st_size));
+  }
+  char buf[65536];
+  while (true) {
+    ssize_t n = ::read(fd, buf, sizeof(buf));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      Status s = errno_status("read " + path);
+      ::close(fd);
+      return s;
+    }
+    if (n == 0) break;
+    out.append(buf, static_cast<size_t>(n));
+    if (out.size() > max_bytes) {
+      ::close(fd);
+      return Status(ErrorCode::kCorrupt, path + " is larger than expected");
+    }
+  }
+  ::close(fd);
+  return out;
+}
+
+Status write_new_file(const std::string& path, std::span<const std::byte> bytes) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) return errno_status("create " + path);
+  Status s = write_all(fd, reinterpret_cast<const char*>(bytes.data()), bytes.size(), path);
+  if (::close(fd) != 0 && s.ok()) s = errno_status("close " + path);
+  if (!s.ok()) ::unlink(path.c_str());
+  return s;
+}
+
+Status replace_file(const std::string& path, const std::string& content) {
+  const std::string tmp = path + ".tmp." + std::to_string(getpid());
+  ::unlink(tmp.c_str());
+  LC_RETURN_IF_ERROR(write_new_file(tmp, std::as_bytes(std::span(content.data(), content.size()))));
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    Status s = errno_status("rename " + tmp + " to " + path);
+    ::unlink(tmp.c_str());
+    return s;
+  }
+  return Status();
+}
+
+std::vector<std::string> list_dir(const std::string& path) {
+  std::vector<std::string> out;
+  DIR* d = ::opendir(path.c_str());
+  if (d == nullptr) return out;
+  while (dirent* e = ::readdir(d)) {
+    std::string name = e->d_name;
+    if (name != "." && name != "..") out.push_back(std::move(name));
+  }
+  ::closedir(d);
+  return out;
+}
+
+}  // namespace lazycache::fs

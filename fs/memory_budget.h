@@ -1,0 +1,36 @@
+// SPDX-License-Identifier: MIT
+// File: fs/memory_budget.h -- MemoryBudget: the one byte budget every buffer of a mount draws
+// from (decompressed frames held in memory and compressed bytes of fetches in flight).
+// Thread-safe (atomic counter); never blocks.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+namespace lazycache::fs {
+
+class MemoryBudget {
+ public:
+  explicit MemoryBudget(uint64_t limit_bytes) : limit_(limit_bytes) {}
+
+  // Takes n bytes if that keeps usage within the limit; false (nothing taken) otherwise.
+  bool try_reserve(uint64_t n) {
+    uint64_t cur = used_.load(std::memory_order_relaxed);
+    while (cur + n <= limit_) {
+      if (used_.compare_exchange_weak(cur, cur + n, std::memory_order_relaxed)) return true;
+    }
+    return false;
+  }
+  // Takes n bytes even past the limit: on-demand reads must make progress; the caller has
+  // already asked caches to shrink.
+  void reserve_forced(uint64_t n) { used_.fetch_add(n, std::memory_order_relaxed); }
+  void release(uint64_t n) { used_.fetch_sub(n, std::memory_order_relaxed); }
+  uint64_t used() const { return used_.load(std::memory_order_relaxed); }
+  uint64_t limit() const { return limit_; }
+
+ private:
+  const uint64_t limit_;
+  std::atomic<uint64_t> used_{0};
+};
+
+}  // namespace lazycache::fs

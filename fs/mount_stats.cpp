@@ -1,0 +1,78 @@
+// SPDX-License-Identifier: MIT
+#include "fs/mount_stats.h"
+
+#include <sstream>
+#include <utility>
+#include <vector>
+
+namespace lazycache::fs {
+namespace {
+
+// The one list of fields, so the text, JSON and parser forms never disagree.
+template <typename S, typename F>
+void for_each_field(S& s, F&& f) {
+  f("archive_bytes", s.archive_bytes);
+  f("archive_frames", s.archive_frames);
+  f("mount_range_reads", s.mount_range_reads);
+  f("store_range_reads", s.store_range_reads);
+  f("store_bytes", s.store_bytes);
+  f("frames_from_store", s.frames_from_store);
+  f("frames_from_chunk_cache", s.frames_from_chunk_cache);
+  f("frames_from_memory", s.frames_from_memory);
+  f("prefetched_frames", s.prefetched_frames);
+  f("chunk_cache_bad", s.chunk_cache_bad);
+  f("fetch_errors", s.fetch_errors);
+  f("files_opened", s.files_opened);
+  f("open_handles", s.open_handles);
+  f("reads", s.reads);
+  f("bytes_served", s.bytes_served);
+  f("read_errors", s.read_errors);
+  f("read_timeouts", s.read_timeouts);
+  f("memory_used_bytes", s.memory_used_bytes);
+  f("memory_budget_bytes", s.memory_budget_bytes);
+}
+
+}  // namespace
+
+std::string MountStats::to_text() const {
+  std::ostringstream out;
+  for_each_field(*this, [&](const char* k, uint64_t v) { out << k << "=" << v << "\n"; });
+  out << "uptime_ms=" << static_cast<uint64_t>(uptime_seconds * 1000) << "\n";
+  return out.str();
+}
+
+Result<MountStats> MountStats::from_text(const std::string& text) {
+  MountStats s;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    auto eq = line.find('=');
+    if (eq == std::string::npos) continue;
+    const std::string key = line.substr(0, eq), value = line.substr(eq + 1);
+    const bool digits = !value.empty() && value.size() <= 19 && value.find_first_not_of("0123456789") == std::string::npos;
+    bool known = key == "uptime_ms";
+    for_each_field(s, [&](const char* k, uint64_t&) { known = known || key == k; });
+    if (!known) continue;
+    if (!digits) return Status(ErrorCode::kCorrupt, "mount figures: bad value for " + key);
+    const uint64_t n = std::stoull(value);
+    if (key == "uptime_ms") s.uptime_seconds = static_cast<double>(n) / 1000.0;
+    for_each_field(s, [&](const char* k, uint64_t& v) {
+      if (key == k) v = n;
+    });
+  }
+  return s;
+}
+
+std::string MountStats::to_json() const {
+  std::ostringstream out;
+  out << "{";
+  bool first = true;
+  for_each_field(*this, [&](const char* k, uint64_t v) {
+    out << (first ? "" : ",") << "\"" << k << "\":" << v;
+    first = false;
+  });
+  out << ",\"uptime_seconds\":" << uptime_seconds << "}";
+  return out.str();
+}
+
+}  // namespace lazycache::fs

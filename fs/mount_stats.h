@@ -1,0 +1,46 @@
+// SPDX-License-Identifier: MIT
+// File: fs/mount_stats.h -- MountStats: the figures a mount reports (`lazycache status`,
+// `lazycache unmount`), and their machine-readable forms (the human one is in tools/). A plain
+// value; thread-compatible.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "common/status.h"
+
+namespace lazycache::fs {
+
+struct MountStats {
+  uint64_t archive_bytes = 0;           // size of the archive object
+  uint64_t archive_frames = 0;
+  uint64_t mount_range_reads = 0;       // reads of the archive made by the mount itself (tail)
+  uint64_t store_range_reads = 0;       // range reads for data since the mount
+  uint64_t store_bytes = 0;             // bytes fetched from the store for data
+  uint64_t frames_from_store = 0;
+  uint64_t frames_from_chunk_cache = 0;
+  uint64_t frames_from_memory = 0;
+  uint64_t prefetched_frames = 0;
+  uint64_t chunk_cache_bad = 0;
+  uint64_t fetch_errors = 0;
+  uint64_t files_opened = 0;
+  uint64_t open_handles = 0;
+  uint64_t reads = 0;
+  uint64_t bytes_served = 0;
+  uint64_t read_errors = 0;
+  uint64_t read_timeouts = 0;
+  uint64_t memory_used_bytes = 0;
+  uint64_t memory_budget_bytes = 0;
+  double uptime_seconds = 0;
+
+  // "key=value" lines, one per field, in a fixed order (machine-readable state file).
+  std::string to_text() const;
+  // Parses to_text() output; unknown keys are ignored (newer daemons); a known key whose value
+  // is not a decimal number is kCorrupt.
+  static Result<MountStats> from_text(const std::string& text);
+  // One JSON object (for --json).
+  std::string to_json() const;
+};
+
+}  // namespace lazycache::fs

@@ -1,0 +1,227 @@
+// SPDX-License-Identifier: MIT
+// `lazycache mount`: mount each saved path of a cache entry (or of a local archive) at its place
+// and leave a daemon serving them. See docs/mount.md.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <iostream>
+
+#include "format/archive.h"
+#include "fs/chunk_cache.h"
+#include "fs/filesystem.h"
+#include "fs/fuse_adapter.h"
+#include "fs/local_files.h"
+#include "tools/command.h"
+#include "tools/progress.h"
+#include "tools/mount_daemon.h"
+#include "tools/mount_state.h"
+#include "tools/store_options.h"
+
+namespace lazycache::cli {
+namespace {
+
+struct Placement {
+  std::string path;  // absolute mount point
+  format::EntryId root = 0;
+};
+
+// Each PATH goes to the root saved from the same absolute path; when none matches and the
+// counts agree, PATHs take the roots in order (mounting an entry somewhere else); with no PATH,
+// every root goes back to where it was saved.
+Result<std::vector<Placement>> place(const format::Index& index, const std::vector<std::string>& paths) {
+  const auto& roots = index.roots();
+  std::vector<Placement> out;
+  if (paths.empty()) {
+    for (const auto& r : roots) out.push_back({r.original_path, r.entry});
+    return out;
+  }
+  bool all_match = true;
+  for (const auto& p : paths) {
+    bool found = false;
+    for (const auto& r : roots) {
+      if (r.original_path == p) {
+        out.push_back({p, r.entry});
+        found = true;
+      }
+    }
+    all_match = all_match && found;
+  }
+  if (all_match) return out;
+  if (paths.size() == roots.size()) {
+    out.clear();
+    for (size_t i = 0; i < paths.size(); ++i) out.push_back({paths[i], roots[i].entry});
+    return out;
+  }
+  std::string saved;
+  for (const auto& r : roots) saved += " " + r.original_path;
+  return Status(ErrorCode::kInvalidArgument, "the paths given do not match the entry's saved paths:" + saved);
+}
+
+Result<std::vector<std::string>> read_path_list(const std::string& file) {
+  std::ifstream in(file);
+  if (!in) return Status(ErrorCode::kNotFound, "cannot read prefetch list " + file);
+  std::vector<std::string> out;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.empty() && line[0] != '#') out.push_back(line);
+  }
+  return out;
+}
+
+// Absolute paths under a placement become archive paths ("/ws/node_modules/x" -> "ws/.../x");
+// anything else is taken as an archive path already.
+std::string to_archive_path(const std::string& p, const std::vector<Placement>& placements, const format::Index& index) {
+  for (const auto& pl : placements) {
+    if (p == pl.path || p.rfind(pl.path + "/", 0) == 0) {
+      std::string root = index.path(pl.root);
+      return root + p.substr(pl.path.size());
+    }
+  }
+  return p[0] == '/' ? p.substr(1) : p;
+}
+
+int run_mount(ArgParser& args) {
+  args.option("archive", "FILE", "mount a local archive file instead of a store entry");
+  add_store_options(args);
+  add_key_options(args);
+  args.flag("foreground", "serve in this process instead of leaving a daemon (Ctrl-C unmounts)");
+  args.option("prefetch", "none|hot|all|FILE",
+              "what to fetch ahead: the entry's learned hot list (hot), also everything else in the background (all), "
+              "the paths listed in FILE then the hot list, or nothing",
+              "hot");
+  args.option("cache-dir", "DIR", "local chunk cache (default: $LAZYCACHE_CACHE_DIR, ~/.cache/lazycache/chunks, "
+                                  "/var/cache/lazycache/chunks as root)");
+  args.option("cache-size", "SIZE", "chunk cache bound; least recently used frames are evicted", "10G");
+  args.option("fetch-threads", "N", "range reads in flight", "16");
+  args.option("read-timeout", "SECONDS", "a read waiting longer fails with EIO", "30");
+  args.flag("allow-other", "let other users read the mount (default when run as root)");
+  int code = 0;
+  if (!args.parse(code)) return code;
+
+  const bool from_archive = args.has("archive");
+  if (from_archive == args.has("key")) {
+    std::cerr << "lazycache mount: give --key (with --store) or --archive FILE\n";
+    return kExitUsage;
+  }
+  std::vector<std::string> paths;
+  for (const auto& p : args.positionals()) paths.push_back(absolute_path(p));
+  auto cache_size = args.get_size("cache-size");
+  auto budget = args.get_size("memory-budget");
+  auto threads = args.get_int("fetch-threads");
+  auto timeout = args.get_int("read-timeout");
+  for (const Status& s : {cache_size.status(), budget.status(), threads.status(), timeout.status()}) {
+    if (!s.ok()) return report_error("mount", s);
+  }
+  if (*threads < 1 || *threads > 256 || *timeout < 1) {
+    std::cerr << "lazycache mount: --fetch-threads must be 1..256 and --read-timeout at least 1\n";
+    return kExitUsage;
+  }
+  const std::string prefetch = args.get("prefetch");
+
+  for (const auto& p : paths) {
+    if (clean_stale(p)) std::cerr << "lazycache mount: cleaned up a stale mount at " << p << " (its daemon was gone)\n";
+    if (is_lazycache_mount(p)) return report_error("mount", Status(ErrorCode::kAlreadyExists, p + " is already mounted"));
+  }
+
+  auto daemon = Daemonizer::start(args.has("foreground"));
+  if (!daemon.ok()) return report_error("mount", daemon.error());
+  auto fail = [&](const Status& s) {
+    int rc = report_error("mount", s);
+    daemon->ready(rc);
+    return rc;
+  };
+
+  std::shared_ptr<const ByteSource> source;
+  ServeInfo info;
+  if (from_archive) {
+    auto file = LocalFileSource::open(args.get("archive"));
+    if (!file.ok()) return fail(file.error());
+    source = std::move(file).value();
+    info.archive = args.get("archive");
+  } else {
+    auto store = open_store(args);
+    if (!store.ok()) return fail(store.error());
+    auto entry = resolve_entry(**store, args);
+    if (!entry.ok()) return fail(entry.error());
+    Status printed = print_key_outputs(*entry);
+    if (!printed.ok()) return fail(printed);
+    if (!entry->match) {
+      for (const auto& p : paths) {
+        Status s = fs::make_dirs(p);
+        if (!s.ok()) return fail(s);
+      }
+      std::cout << "cache miss for key " << entry->primary_key << ": nothing mounted";
+      for (const auto& p : paths) std::cout << ", " << p << " left as a plain directory";
+      std::cout << "\n";
+      daemon->ready(kExitOk);
+      return kExitOk;
+    }
+    source = open_entry_source(*store, entry->match->object);
+    info.archive = (*store)->describe() + " " + entry->match->object.key;
+    info.key = entry->match->key;
+  }
+
+  auto counting = std::make_shared<CountingSource>(source);
+  auto reader = format::ArchiveReader::open(counting);
+  if (!reader.ok()) return fail(reader.error().with_context("opening " + source->describe()));
+  const uint64_t mount_reads = counting->reads();
+  auto placements = place((*reader)->index(), paths);
+  if (!placements.ok()) return fail(placements.error());
+
+  auto cache = fs::ChunkCache::open({args.has("cache-dir") ? args.get("cache-dir") : fs::ChunkCache::default_dir(), *cache_size});
+  if (!cache.ok()) return fail(cache.error());
+
+  fs::FilesystemConfig config;
+  config.memory_budget_bytes = *budget;
+  config.fetcher.threads = static_cast<int>(*threads);
+  config.read_timeout_ms = static_cast<uint64_t>(*timeout) * 1000;
+  config.mount_range_reads = mount_reads;
+  if (geteuid() != 0) config.owner = std::make_pair(static_cast<uint32_t>(getuid()), static_cast<uint32_t>(getgid()));
+  fs::Filesystem filesystem(std::move(reader).value(), *cache, config);
+
+  std::vector<std::unique_ptr<fs::FuseMount>> mounts;
+  for (const auto& pl : *placements) {
+    Status s = fs::make_dirs(pl.path);
+    if (!s.ok()) return fail(s);
+    fs::FuseMountConfig mc;
+    mc.mountpoint = pl.path;
+    mc.root = pl.root;
+    mc.allow_other = geteuid() == 0 || args.has("allow-other");
+    auto m = fs::FuseMount::mount(filesystem, mc);
+    if (!m.ok()) return fail(m.error());  // mounts made so far are detached by their destructors
+    (*m)->start();
+    mounts.push_back(std::move(m).value());
+  }
+
+  std::vector<std::string> first;
+  fs::PrefetchMode mode = fs::PrefetchMode::kHotList;
+  if (prefetch == "none") mode = fs::PrefetchMode::kNone;
+  else if (prefetch == "all") mode = fs::PrefetchMode::kAll;
+  else if (prefetch != "hot") {
+    auto list = read_path_list(prefetch);
+    if (!list.ok()) return fail(list.error());
+    for (const auto& p : *list) first.push_back(to_archive_path(p, *placements, filesystem.index()));
+  }
+  const size_t missing = filesystem.start_prefetch(mode, first);
+  if (missing > 0) std::cerr << "lazycache mount: " << missing << " prefetch paths are not in the archive (skipped)\n";
+
+  const auto& totals = filesystem.index().totals();
+  for (const auto& m : mounts) {
+    std::cout << "mounted " << filesystem.index().path(m->config().root) << " of " << info.archive << " at "
+              << m->mountpoint() << "\n";
+  }
+  std::cout << "  " << totals.file_count << " files, " << human_bytes(totals.file_bytes) << " in "
+            << human_bytes(source->size()) << "; ready after " << mount_reads << " range reads"
+            << (daemon->foreground() ? "" : "; daemon pid " + std::to_string(getpid())) << "\n";
+  daemon->ready(kExitOk);
+  return serve(filesystem, mounts, info);
+}
+
+const CommandRegistration reg{"mount", "mount a cache entry's saved paths (lazily fetched through FUSE)",
+                              "lazycache mount [--store URL] --key K [--restore-keys P]... [PATH...]\n"
+                              "       lazycache mount --archive FILE [PATH...]",
+                              run_mount};
+
+}  // namespace
+}  // namespace lazycache::cli

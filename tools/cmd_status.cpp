@@ -1,0 +1,54 @@
+// SPDX-License-Identifier: MIT
+// `lazycache status`: live figures of lazycache mounts. See docs/mount.md.
+#include <iostream>
+
+#include "tools/command.h"
+#include "tools/mount_state.h"
+
+namespace lazycache::cli {
+namespace {
+
+int run_status(ArgParser& args) {
+  args.flag("json", "one JSON object per mount point");
+  int code = 0;
+  if (!args.parse(code)) return code;
+  const bool json = args.has("json");
+  std::vector<std::pair<std::string, std::optional<DaemonState>>> rows;
+  if (args.positionals().empty()) {
+    for (auto& d : list_daemons()) {
+      for (const auto& m : d.mountpoints) rows.emplace_back(m, d);
+    }
+    if (rows.empty() && !json) std::cout << "no lazycache mounts\n";
+  } else {
+    for (const auto& p : args.positionals()) {
+      std::string path = absolute_path(p);
+      rows.emplace_back(path, find_daemon(path));
+    }
+  }
+  int rc = kExitOk;
+  for (const auto& [path, d] : rows) {
+    const char* state = !d ? "not-mounted"
+                       : !process_alive(d->pid) || is_stale_mount(path) ? "stale"
+                       : d->stopped || !is_lazycache_mount(path)        ? "unmounted"
+                                                                        : "mounted";
+    if (std::string(state) != "mounted") rc = kExitFailure;
+    if (json) {
+      std::cout << "{\"path\":\"" << path << "\",\"state\":\"" << state << "\"";
+      if (d) std::cout << ",\"pid\":" << d->pid << ",\"stats\":" << d->stats.to_json();
+      std::cout << "}\n";
+      continue;
+    }
+    if (!d) {
+      std::cout << path << ": not a lazycache mount\n";
+      continue;
+    }
+    std::cout << path << ": " << state << " from " << d->archive << " (daemon pid " << d->pid << ")\n  "
+              << mount_summary(d->stats) << "\n";
+  }
+  return rc;
+}
+
+const CommandRegistration reg{"status", "live figures of lazycache mounts", "lazycache status [--json] [PATH...]", run_status};
+
+}  // namespace
+}  // namespace lazycache::cli

@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: MIT
+// `lazycache unmount`: unmount lazycache mounts and print what the job used. See docs/mount.md.
+#include <unistd.h>
+
+#include <chrono>
+#include <iostream>
+#include <set>
+#include <thread>
+
+#include "fs/local_files.h"
+#include "tools/command.h"
+#include "tools/mount_state.h"
+
+namespace lazycache::cli {
+namespace {
+
+// 10 s: the daemon only has to join its threads and write its figures once the kernel lets go.
+constexpr auto kDaemonExitWait = std::chrono::seconds(10);
+
+void print_figures(const std::string& path, const fs::MountStats& stats, bool json) {
+  if (json) {
+    std::cout << "{\"path\":\"" << path << "\",\"stats\":" << stats.to_json() << "}\n";
+  } else {
+    std::cout << path << ": " << mount_summary(stats) << "\n";
+  }
+}
+
+// Waits until the daemon has written its final figures and exited; returns its last state.
+std::optional<DaemonState> wait_for_daemon(const DaemonState& d) {
+  const auto deadline = std::chrono::steady_clock::now() + kDaemonExitWait;
+  std::optional<DaemonState> last = d;
+  while (std::chrono::steady_clock::now() < deadline) {
+    auto text = fs::read_whole_file(d.state_path, 16 << 20);
+    if (text.ok()) {
+      if (auto st = DaemonState::parse(*text); st.ok()) {
+        last = std::move(st).value();
+        last->state_path = d.state_path;
+      }
+    }
+    if (last->stopped && !process_alive(d.pid)) return last;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return last->stopped ? last : std::nullopt;
+}
+
+int run_unmount(ArgParser& args) {
+  args.flag("all", "unmount every lazycache mount on this machine");
+  args.flag("lazy", "detach even while files are open; the daemon exits when the last one closes");
+  args.flag("json", "print the figures as one JSON object per mount point");
+  int code = 0;
+  if (!args.parse(code)) return code;
+  std::vector<std::string> paths;
+  for (const auto& p : args.positionals()) paths.push_back(absolute_path(p));
+  if (args.has("all")) {
+    std::set<std::string> all(paths.begin(), paths.end());
+    for (const auto& m : lazycache_mounts()) all.insert(m);
+    for (const auto& d : list_daemons()) all.insert(d.mountpoints.begin(), d.mountpoints.end());
+    paths.assign(all.begin(), all.end());
+  } else if (paths.empty()) {
+    std::cerr << "lazycache unmount: give PATH... or --all\n";
+    return kExitUsage;
+  }
+  const bool json = args.has("json");
+  int rc = kExitOk;
+  for (const auto& path : paths) {
+    if (clean_stale(path)) {
+      std::cerr << "lazycache unmount: " << path << ": cleaned up a stale mount (its daemon was gone)\n";
+      continue;
+    }
+    auto daemon = find_daemon(path);
+    if (!is_lazycache_mount(path)) {
+      if (daemon && !process_alive(daemon->pid)) ::unlink(daemon->state_path.c_str());
+      std::cerr << "lazycache unmount: " << path << " is not mounted (nothing to do)\n";
+      continue;
+    }
+    Status s = unmount_path(path, args.has("lazy"));
+    if (!s.ok()) {
+      rc = report_error("unmount", s);
+      continue;
+    }
+    if (!daemon) {
+      std::cerr << "lazycache unmount: " << path << " unmounted (no figures: its daemon left no state in " << run_dir() << ")\n";
+      continue;
+    }
+    bool others = false;
+    for (const auto& m : daemon->mountpoints) others = others || (m != path && is_lazycache_mount(m));
+    if (others) {  // the daemon still serves other paths: its figures so far
+      print_figures(path, daemon->stats, json);
+      continue;
+    }
+    auto final_state = args.has("lazy") ? std::optional<DaemonState>() : wait_for_daemon(*daemon);
+    if (final_state) {
+      print_figures(path, final_state->stats, json);
+      ::unlink(final_state->state_path.c_str());
+    } else {
+      print_figures(path, daemon->stats, json);
+      if (!args.has("lazy")) std::cerr << "lazycache unmount: daemon " << daemon->pid << " has not exited yet; figures may be partial\n";
+    }
+  }
+  return rc;
+}
+
+const CommandRegistration reg{"unmount", "unmount lazycache mounts and print what the job fetched",
+                              "lazycache unmount [--lazy] [--json] PATH...|--all", run_unmount};
+
+}  // namespace
+}  // namespace lazycache::cli

@@ -1,0 +1,161 @@
+// SPDX-License-Identifier: MIT
+#include "tools/mount_daemon.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+
+#include "fs/local_files.h"
+#include "tools/mount_state.h"
+
+namespace lazycache::cli {
+namespace {
+
+sigset_t stop_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGHUP);
+  return set;
+}
+
+// Parent side: copy the child's output until both pipes close, then take its status byte.
+[[noreturn]] void relay_and_exit(int out_fd, int err_fd, int status_fd, pid_t child) {
+  pollfd fds[2] = {{out_fd, POLLIN, 0}, {err_fd, POLLIN, 0}};
+  int open_count = 2;
+  char buf[4096];
+  while (open_count > 0) {
+    if (::poll(fds, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].fd < 0 || fds[i].revents == 0) continue;
+      ssize_t n = ::read(fds[i].fd, buf, sizeof(buf));
+      if (n > 0) {
+        ssize_t ignored = ::write(i == 0 ? STDOUT_FILENO : STDERR_FILENO, buf, static_cast<size_t>(n));
+        (void)ignored;
+      } else if (n == 0 || errno != EINTR) {
+        ::close(fds[i].fd);
+        fds[i].fd = -1;
+        --open_count;
+      }
+    }
+  }
+  unsigned char code = 0;
+  ssize_t n;
+  while ((n = ::read(status_fd, &code, 1)) < 0 && errno == EINTR) {
+  }
+  if (n != 1) {
+    std::cerr << "lazycache mount: the mount daemon (pid " << child << ") exited during startup; see "
+              << run_dir() << "/mount-" << child << ".log\n";
+    std::_Exit(1);
+  }
+  std::_Exit(code);
+}
+
+}  // namespace
+
+Result<Daemonizer> Daemonizer::start(bool foreground) {
+  sigset_t set = stop_signals();
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  ::signal(SIGPIPE, SIG_IGN);
+  Daemonizer d;
+  if (foreground) return d;
+  LC_RETURN_IF_ERROR(fs::make_dirs(run_dir()).with_context("creating the run directory"));
+  int out[2], err[2], st[2];
+  if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0 || ::pipe2(st, O_CLOEXEC) != 0) {
+    return errno_status("pipe");
+  }
+  std::fflush(nullptr);
+  pid_t pid = ::fork();
+  if (pid < 0) return errno_status("fork");
+  if (pid > 0) {
+    ::close(out[1]);
+    ::close(err[1]);
+    ::close(st[1]);
+    relay_and_exit(out[0], err[0], st[0], pid);
+  }
+  ::close(out[0]);
+  ::close(err[0]);
+  ::close(st[0]);
+  ::setsid();
+  int devnull = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (devnull >= 0) {
+    ::dup2(devnull, STDIN_FILENO);
+    ::close(devnull);
+  }
+  ::dup2(out[1], STDOUT_FILENO);
+  ::dup2(err[1], STDERR_FILENO);
+  ::close(out[1]);
+  ::close(err[1]);
+  d.status_fd_ = st[1];
+  return d;
+}
+
+void Daemonizer::ready(int exit_code) {
+  if (status_fd_ < 0) return;
+  std::cout.flush();
+  std::cerr.flush();
+  std::fflush(nullptr);
+  const std::string log = run_dir() + "/mount-" + std::to_string(::getpid()) + ".log";
+  int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) fd = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
+  ::dup2(fd, STDOUT_FILENO);
+  ::dup2(fd, STDERR_FILENO);
+  ::close(fd);
+  unsigned char code = static_cast<unsigned char>(exit_code);
+  ssize_t ignored = ::write(status_fd_, &code, 1);
+  (void)ignored;
+  ::close(status_fd_);
+  status_fd_ = -1;
+}
+
+int serve(fs::Filesystem& filesystem, std::vector<std::unique_ptr<fs::FuseMount>>& mounts, const ServeInfo& info) {
+  DaemonState state;
+  state.pid = ::getpid();
+  state.archive = info.archive;
+  state.key = info.key;
+  for (const auto& m : mounts) state.mountpoints.push_back(m->mountpoint());
+  const std::string base = run_dir() + "/mount-" + std::to_string(state.pid);
+  ignore_error(fs::make_dirs(run_dir()), "the state write below reports it");
+  auto write_state = [&] {
+    state.stats = filesystem.stats();
+    Status s = fs::replace_file(base + ".state", state.to_text());
+    if (!s.ok()) std::cerr << "lazycache: cannot write mount state: " << s.to_string() << "\n";
+  };
+  write_state();
+
+  const sigset_t set = stop_signals();
+  bool stopping = false;
+  while (true) {
+    bool all_done = true;
+    for (const auto& m : mounts) all_done = all_done && m->finished();
+    if (all_done) break;
+    timespec wait{0, 500 * 1000 * 1000};
+    siginfo_t si;
+    int sig = ::sigtimedwait(&set, &si, &wait);
+    if (sig > 0 && !stopping) {
+      std::cerr << "lazycache: signal " << sig << ": unmounting\n";
+      stopping = true;
+      for (auto& m : mounts) m->stop();
+    }
+    write_state();
+  }
+  // Every mount point is gone, so no new request can arrive: the figures are final.
+  std::string access;
+  for (format::EntryId id : filesystem.access_order()) access += filesystem.index().path(id) + "\n";
+  ignore_error(fs::replace_file(base + ".access", access), "the hot list is an optimisation");
+  state.stopped = true;
+  write_state();
+  mounts.clear();
+  return 0;
+}
+
+}  // namespace lazycache::cli

@@ -1,0 +1,72 @@
+// SPDX-License-Identifier: MIT
+// File: tools/mount_daemon.h -- the process side of `lazycache mount`: becoming a daemon that
+// reports readiness to the waiting command, and serving mounts until they are all unmounted.
+//
+// Startup protocol: the command forks before it creates any thread. The child's stdout and stderr
+// are pipes that the parent copies to its own until the child calls ready(); the child then points
+// both at its log file (RUN_DIR/mount-<pid>.log) and sends one status byte (the exit code) on a
+// third pipe. So the parent returns only once the mounts serve requests (status 0), or with the
+// child's error message and exit code; a child that dies during startup is reported as such.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/byte_source.h"
+#include "common/status.h"
+#include "fs/filesystem.h"
+#include "fs/fuse_adapter.h"
+
+namespace lazycache::cli {
+
+class Daemonizer {
+ public:
+  // Blocks SIGINT/SIGTERM/SIGHUP (serve() waits for them), ignores SIGPIPE. Then, unless
+  // `foreground`, forks: in the parent this relays the child's output and exits the process
+  // with the child's status; it returns only in the child (or at once in foreground).
+  static Result<Daemonizer> start(bool foreground);
+  // Child: output now goes to the log file; the parent exits with `exit_code`. Foreground: no-op.
+  void ready(int exit_code);
+  bool foreground() const { return status_fd_ < 0; }
+
+ private:
+  int status_fd_ = -1;
+};
+
+// A ByteSource that counts the reads made through it (the mount's "range reads at mount").
+class CountingSource final : public ByteSource {
+ public:
+  explicit CountingSource(std::shared_ptr<const ByteSource> inner) : inner_(std::move(inner)) {}
+  uint64_t size() const override { return inner_->size(); }
+  Result<size_t> read_at(uint64_t offset, std::span<std::byte> out) const override {
+    reads_.fetch_add(1, std::memory_order_relaxed);
+    return inner_->read_at(offset, out);
+  }
+  Status read_ranges(std::span<ReadRequest> requests) const override {
+    reads_.fetch_add(requests.size(), std::memory_order_relaxed);
+    return inner_->read_ranges(requests);
+  }
+  std::string describe() const override { return inner_->describe(); }
+  uint64_t reads() const { return reads_.load(); }
+
+ private:
+  std::shared_ptr<const ByteSource> inner_;
+  mutable std::atomic<uint64_t> reads_{0};
+};
+
+struct ServeInfo {
+  std::string archive;  // description for status
+  std::string key;
+};
+
+// Writes the state file, then serves until every mount has ended (unmounted from outside, or a
+// signal, which detaches them all). Rewrites the state file every 500 ms and once more, marked
+// stopped, at the end, with the access order. Returns the process exit code.
+int serve(fs::Filesystem& filesystem, std::vector<std::unique_ptr<fs::FuseMount>>& mounts, const ServeInfo& info);
+
+}  // namespace lazycache::cli

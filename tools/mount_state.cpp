@@ -1,0 +1,226 @@
+// SPDX-License-Identifier: MIT
+#include "tools/mount_state.h"
+
+#include <signal.h>
+#include <spawn.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "fs/local_files.h"
+#include "tools/progress.h"
+
+extern char** environ;
+
+namespace lazycache::cli {
+
+std::string run_dir() {
+  if (const char* env = std::getenv("LAZYCACHE_RUN_DIR"); env != nullptr && *env == '/') return env;
+  if (geteuid() == 0) return "/run/lazycache";
+  if (const char* xdg = std::getenv("XDG_RUNTIME_DIR"); xdg != nullptr && *xdg == '/') return std::string(xdg) + "/lazycache";
+  return "/tmp/lazycache-" + std::to_string(geteuid());
+}
+
+std::string DaemonState::to_text() const {
+  std::ostringstream out;
+  out << "pid=" << pid << "\nstate=" << (stopped ? "stopped" : "running") << "\narchive=" << archive << "\nkey=" << key << "\n";
+  for (const auto& m : mountpoints) out << "mountpoint=" << m << "\n";
+  out << stats.to_text();
+  return out.str();
+}
+
+Result<DaemonState> DaemonState::parse(const std::string& text) {
+  DaemonState s;
+  std::istringstream in(text);
+  std::string line, numbers;
+  while (std::getline(in, line)) {
+    auto eq = line.find('=');
+    if (eq == std::string::npos) continue;
+    std::string k = line.substr(0, eq), v = line.substr(eq + 1);
+    if (k == "pid") s.pid = static_cast<pid_t>(std::atol(v.c_str()));
+    else if (k == "state") s.stopped = v == "stopped";
+    else if (k == "archive") s.archive = v;
+    else if (k == "key") s.key = v;
+    else if (k == "mountpoint") s.mountpoints.push_back(v);
+    else numbers += line + "\n";
+  }
+  if (s.pid <= 0) return Status(ErrorCode::kCorrupt, "mount state without a pid");
+  LC_ASSIGN_OR_RETURN(s.stats, fs::MountStats::from_text(numbers));
+  return s;
+}
+
+std::vector<DaemonState> list_daemons() {
+  std::vector<DaemonState> out;
+  const std::string dir = run_dir();
+  for (const std::string& name : fs::list_dir(dir)) {
+    if (name.rfind("mount-", 0) != 0 || name.size() < 7 || name.substr(name.size() - 6) != ".state") continue;
+    auto text = fs::read_whole_file(dir + "/" + name, 16 << 20);
+    if (!text.ok()) continue;
+    auto st = DaemonState::parse(*text);
+    if (!st.ok()) continue;
+    st->state_path = dir + "/" + name;
+    out.push_back(std::move(st).value());
+  }
+  return out;
+}
+
+std::optional<DaemonState> find_daemon(const std::string& mountpoint) {
+  for (auto& d : list_daemons()) {
+    for (const auto& m : d.mountpoints) {
+      if (m == mountpoint) return d;
+    }
+  }
+  return std::nullopt;
+}
+
+bool process_alive(pid_t pid) { return pid > 0 && (::kill(pid, 0) == 0 || errno == EPERM); }
+
+namespace {
+
+// /proc/self/mountinfo escapes space, tab, newline and backslash as \ooo.
+std::string unescape_mountinfo(const std::string& s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '\\' && i + 3 < s.size()) {
+      int v = 0;
+      bool ok = true;
+      for (size_t j = 1; j <= 3; ++j) {
+        char c = s[i + j];
+        if (c < '0' || c > '7') ok = false;
+        v = v * 8 + (c - '0');
+      }
+      if (ok) {
+        out.push_back(static_cast<char>(v));
+        i += 3;
+        continue;
+      }
+    }
+    out.push_back(s[i]);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> lazycache_mounts() {
+  std::vector<std::string> out;
+  std::ifstream in("/proc/self/mountinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    std::string f, mountpoint;
+    std::vector<std::string> parts;
+    while (fields >> f) parts.push_back(f);
+    if (parts.size() < 7) continue;
+    mountpoint = parts[4];
+    size_t dash = 6;
+    while (dash < parts.size() && parts[dash] != "-") ++dash;
+    if (dash + 1 < parts.size() && parts[dash + 1] == "fuse.lazycache") out.push_back(unescape_mountinfo(mountpoint));
+  }
+  return out;
+}
+
+bool is_lazycache_mount(const std::string& path) {
+  for (const auto& m : lazycache_mounts()) {
+    if (m == path) return true;
+  }
+  return false;
+}
+
+bool is_stale_mount(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) != 0 && errno == ENOTCONN;
+}
+
+Status unmount_path(const std::string& path, bool lazy) {
+  if (geteuid() == 0) {
+    if (::umount2(path.c_str(), lazy ? MNT_DETACH : 0) == 0) return Status();
+    if (errno == EBUSY) {
+      return Status(ErrorCode::kPreconditionFailed, path + " is busy: a process has a file open or its working directory below it "
+                                                    "(close them, or use --lazy to detach now and finish when they close)");
+    }
+    return errno_status("unmount " + path);
+  }
+  std::vector<std::string> argv_s = {"fusermount3", "-u"};
+  if (lazy) argv_s.push_back("-z");
+  argv_s.push_back(path);
+  std::vector<char*> argv;
+  for (auto& a : argv_s) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  if (posix_spawnp(&pid, "fusermount3", nullptr, nullptr, argv.data(), environ) != 0) {
+    return Status(ErrorCode::kIo, "cannot run fusermount3 to unmount " + path);
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return Status();
+  return Status(ErrorCode::kPreconditionFailed, "fusermount3 -u " + path + " failed (busy? use --lazy)");
+}
+
+bool clean_stale(const std::string& path) {
+  bool cleaned = false;
+  if (is_stale_mount(path)) {
+    ignore_error(unmount_path(path, true), "reported by the caller's next step if the path stays unusable");
+    cleaned = true;
+  }
+  for (const auto& d : list_daemons()) {
+    if (process_alive(d.pid)) continue;
+    for (const auto& m : d.mountpoints) {
+      if (m != path) continue;
+      if (!d.stopped) cleaned = true;  // a daemon that died without saying so
+      ::unlink(d.state_path.c_str());
+      std::string access = d.state_path.substr(0, d.state_path.size() - 6) + ".access";
+      ::unlink(access.c_str());
+    }
+  }
+  return cleaned;
+}
+
+std::string mount_summary(const fs::MountStats& s) {
+  char pct[32];
+  std::snprintf(pct, sizeof(pct), "%.1f%%", s.archive_bytes ? 100.0 * static_cast<double>(s.store_bytes) / static_cast<double>(s.archive_bytes) : 0.0);
+  char secs[32];
+  std::snprintf(secs, sizeof(secs), "%.1f s", s.uptime_seconds);
+  std::ostringstream out;
+  out << "fetched " << human_bytes(s.store_bytes) << " of " << human_bytes(s.archive_bytes) << " (" << pct << ") in "
+      << s.store_range_reads << " range reads (+" << s.mount_range_reads << " at mount); frames: " << s.frames_from_store
+      << " from the store, " << s.frames_from_chunk_cache << " chunk-cache hits, " << s.frames_from_memory
+      << " memory hits, " << s.prefetched_frames << " prefetched; " << s.files_opened << " files opened, "
+      << human_bytes(s.bytes_served) << " served";
+  if (s.read_errors || s.fetch_errors) out << "; " << s.read_errors << " read errors (" << s.read_timeouts << " timeouts)";
+  out << "; " << secs;
+  return out.str();
+}
+
+std::string absolute_path(const std::string& path) {
+  std::string p = path;
+  if (p.empty() || p[0] != '/') {
+    char cwd[PATH_MAX];
+    if (::getcwd(cwd, sizeof(cwd)) != nullptr) p = std::string(cwd) + "/" + p;
+  }
+  // Normalise ".", ".." and repeated slashes lexically.
+  std::vector<std::string> parts;
+  std::string part;
+  std::istringstream in(p);
+  while (std::getline(in, part, '/')) {
+    if (part.empty() || part == ".") continue;
+    if (part == "..") {
+      if (!parts.empty()) parts.pop_back();
+      continue;
+    }
+    parts.push_back(part);
+  }
+  std::string out;
+  for (const auto& s : parts) out += "/" + s;
+  return out.empty() ? "/" : out;
+}
+
+}  // namespace lazycache::cli

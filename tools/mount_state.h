@@ -1,0 +1,71 @@
+// SPDX-License-Identifier: MIT
+// File: tools/mount_state.h -- how `mount`, `unmount` and `status` find each other's daemons.
+//
+// Each mount daemon owns one state file, RUN_DIR/mount-<pid>.state, rewritten (temp + rename)
+// every half second and once more when it stops:
+//   pid=<pid>  state=running|stopped  archive=<description>  key=<matched key>
+//   mountpoint=<abs path>            (one line per mount point it serves)
+//   <MountStats key=value lines>     (fs/mount_stats.h)
+// and, when it stops, RUN_DIR/mount-<pid>.access: the archive paths of the files the job opened,
+// in first-open order (the hot list for the next save).
+// RUN_DIR is $LAZYCACHE_RUN_DIR, else /run/lazycache as root, else $XDG_RUNTIME_DIR/lazycache,
+// else /tmp/lazycache-<uid>.
+// A daemon that was killed leaves its state file and a mount point that fails with ENOTCONN
+// ("stale"): the next mount or unmount of that path detaches it and removes the file.
+#pragma once
+
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "fs/mount_stats.h"
+
+namespace lazycache::cli {
+
+std::string run_dir();
+
+struct DaemonState {
+  pid_t pid = 0;
+  bool stopped = false;
+  std::string archive;
+  std::string key;
+  std::vector<std::string> mountpoints;
+  fs::MountStats stats;
+  std::string state_path;
+
+  std::string to_text() const;
+  static Result<DaemonState> parse(const std::string& text);
+};
+
+// Every readable state file in run_dir().
+std::vector<DaemonState> list_daemons();
+// The daemon state that lists `mountpoint` (absolute), if any.
+std::optional<DaemonState> find_daemon(const std::string& mountpoint);
+bool process_alive(pid_t pid);
+
+// Is `path` a mount point of a lazycache FUSE file system (per /proc/self/mountinfo)?
+bool is_lazycache_mount(const std::string& path);
+// Every lazycache mount point on the machine.
+std::vector<std::string> lazycache_mounts();
+// True when the path is a FUSE mount whose daemon is gone (stat gives ENOTCONN).
+bool is_stale_mount(const std::string& path);
+
+// Unmounts `path`: umount2 as root, else fusermount3 -u. `lazy` detaches even while files are
+// open (the daemon serves them until closed). Errors: kPreconditionFailed "busy" (EBUSY: a file
+// is open or a working directory is below it), kIo otherwise.
+Status unmount_path(const std::string& path, bool lazy);
+// Detaches a stale mount at `path` and removes state files of dead daemons naming it.
+// Returns true if something was cleaned.
+bool clean_stale(const std::string& path);
+
+// The human summary: "fetched 12.0 MiB of 830.1 MiB (1.4%) in 6 range reads (+1 at mount);
+// frames: 6 from the store, 0 chunk-cache hits, ...; 14 files opened, ...; 1.2 s".
+std::string mount_summary(const fs::MountStats& stats);
+
+// Absolute, normalised form of a command-line path (no symlink resolution for missing paths).
+std::string absolute_path(const std::string& path);
+
+}  // namespace lazycache::cli
