@@ -126,11 +126,7 @@ Result<size_t> LocalDirObjectStore::get_range(const RangeRequest& req, std::span
   if (!req.if_match.empty() && etag_of(st) != req.if_match)
     return Status(ErrorCode::kPreconditionFailed, "object " + req.key + " in " + describe() + " was replaced (ETag changed)");
   uint64_t size = static_cast<uint64_t>(st.st_size);
-  if (req.offset >= size) {
-    if (req.offset == size) return size_t{0};
-    return Status(ErrorCode::kInvalidArgument, "range at " + std::to_string(req.offset) + " is past the end of " +
-                                                   req.key + " (" + std::to_string(size) + " bytes)");
-  }
+  if (req.offset >= size) return size_t{0};
   size_t want = static_cast<size_t>(std::min<uint64_t>(req.length, size - req.offset));
   size_t done = 0;
   while (done < want) {

@@ -8,9 +8,12 @@
 #include <iostream>
 #include <sstream>
 
+#include "remote/aws_config.h"
+#include "remote/http_object_store.h"
 #include "remote/local_dir_object_store.h"
 #include "remote/object_byte_source.h"
 #include "remote/retrying_object_store.h"
+#include "remote/s3_object_store.h"
 #include "remote/store_url.h"
 
 namespace lazycache::cli {
@@ -74,20 +77,42 @@ std::string store_url_from(const ArgParser& args) {
   return default_store_dir();
 }
 
+Result<std::shared_ptr<remote::ObjectStore>> open_s3_store(const remote::StoreUrl& url, const ArgParser& args,
+                                                           const remote::TransferConfig& transfer) {
+  remote::S3Config config;
+  config.bucket = url.bucket;
+  config.prefix = url.prefix;
+  config.region = args.get("region").empty() ? remote::aws_region() : args.get("region");
+  std::string endpoint = args.get("endpoint").empty() ? remote::aws_endpoint_url() : args.get("endpoint");
+  bool custom_endpoint = !endpoint.empty();
+  if (!custom_endpoint) endpoint = "https://s3." + config.region + ".amazonaws.com";
+  LC_ASSIGN_OR_RETURN(config.endpoint, remote::parse_endpoint(endpoint));
+  if (args.has("path-style") && args.has("virtual-hosted"))
+    return Status(ErrorCode::kInvalidArgument, "--path-style and --virtual-hosted exclude each other");
+  // AWS prefers virtual-hosted; self-hosted endpoints (MinIO, Swift, s3rver) rarely have the
+  // wildcard DNS it needs, and bucket names with dots break TLS wildcards, so path-style there.
+  config.path_style = args.has("path-style") || (!args.has("virtual-hosted") && (custom_endpoint || url.bucket.find('.') != std::string::npos));
+  config.sign_payload = args.has("sign-payload");
+  config.transfer = transfer;
+  config.part_retry.max_attempts = transfer.max_attempts;
+  auto credentials = std::make_shared<remote::CredentialSource>(remote::load_aws_credentials);
+  LC_RETURN_IF_ERROR(credentials->current().status().with_context(url.display()));
+  return std::shared_ptr<remote::ObjectStore>(std::make_shared<remote::S3ObjectStore>(std::move(config), std::move(credentials)));
+}
+
 Result<std::shared_ptr<remote::ObjectStore>> open_concrete_store(const remote::StoreUrl& url, const ArgParser& args,
                                                                  const remote::TransferConfig& transfer) {
-  (void)args;
-  (void)transfer;
   switch (url.kind) {
     case remote::StoreUrl::Kind::kLocalDir: {
       LC_ASSIGN_OR_RETURN(auto store, remote::LocalDirObjectStore::open(url.dir));
       return std::shared_ptr<remote::ObjectStore>(std::move(store));
     }
     case remote::StoreUrl::Kind::kS3:
+      return open_s3_store(url, args, transfer);
     case remote::StoreUrl::Kind::kHttp:
-      break;
+      return std::shared_ptr<remote::ObjectStore>(std::make_shared<remote::HttpObjectStore>(url.http_base, url.http_query, transfer));
   }
-  return Status(ErrorCode::kUnsupported, url.display() + ": this store kind is not built yet");
+  return Status(ErrorCode::kInternal, "unknown store kind");
 }
 
 }  // namespace
