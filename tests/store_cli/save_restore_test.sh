@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# tests/store_cli/save_restore_test.sh LAZYCACHE local|s3 [ENV_FILE]
+# save then restore --extract through the CLI, against a local directory store or an S3 server
+# (ENV_FILE from tests/servers/*.sh), and checks:
+#  - the restored tree is identical to the saved one (content, modes, symlinks, empty dirs);
+#  - a second save to the same key is skipped (immutable entries), exit 0;
+#  - restore-keys: exact key > newest entry of the first matching prefix > later prefixes;
+#  - outputs (cache-hit, cache-primary-key, cache-matched-key) go to $GITHUB_OUTPUT;
+#  - a miss exits 0, or 3 with --fail-on-cache-miss;
+#  - the archive decodes with stock tools: zstd -d | tar -x gives the same tree.
+set -euo pipefail
+LC=$1; KIND=$2; ENVF=${3:-}
+W=$(mktemp -d /tmp/lc-store-cli.XXXXXX)
+trap 'rm -rf "$W"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+RUN=run$$-$(date +%s%N)
+
+if [ "$KIND" = s3 ]; then
+  [ -f "$ENVF" ] || fail "no env file $ENVF (start the server with tests/servers/*.sh)"
+  set -a; . "$ENVF"; set +a
+  export AWS_ACCESS_KEY_ID=$S3_ACCESS_KEY AWS_SECRET_ACCESS_KEY=$S3_SECRET_KEY AWS_REGION=$S3_REGION
+  STORE=(--store "s3://lazycache/cli/$RUN" --endpoint "$S3_ENDPOINT" --part-size 5M --concurrency 3)
+else
+  STORE=(--store "$W/store")
+fi
+lc() { "$LC" "$@"; }
+
+# A tree with several MiB (multipart on S3 with 5 MiB parts), small files, a symlink, an empty
+# dir and odd modes, under an absolute path (restore puts it back there).
+T=$W/work/tree
+mkdir -p "$T/sub/deeper" "$T/empty"
+head -c 13000000 /dev/urandom > "$T/big.bin"
+for i in $(seq 1 50); do echo "file $i $RUN" > "$T/sub/f$i.txt"; done
+printf 'x' > "$T/sub/deeper/one"
+chmod 600 "$T/sub/f1.txt"; chmod 755 "$T/sub/f2.txt"
+ln -s ../big.bin "$T/sub/link"
+cp -a "$T" "$W/expected"
+
+snapshot() {  # content + type + mode of every entry, relative
+  (cd "$1" && find . -printf '%y %m %p %l\n' | sort && find . -type f -print0 | sort -z | xargs -0 sha256sum)
+}
+
+lc save "${STORE[@]}" --key "deps-$RUN-a" "$T" > "$W/save.out" || fail "save"
+grep -q "saved key deps-$RUN-a" "$W/save.out" || fail "save printed: $(cat "$W/save.out")"
+out=$(lc save "${STORE[@]}" --key "deps-$RUN-a" "$T") || fail "second save exited non-zero"
+[[ $out == *"already exists"* ]] || fail "second save not skipped: $out"
+
+rm -rf "$T"
+GITHUB_OUTPUT=$W/gh-output lc restore --extract "${STORE[@]}" --key "deps-$RUN-a" "$T" > "$W/restore.out" || fail "restore"
+[ "$(snapshot "$T")" = "$(snapshot "$W/expected")" ] || { diff <(snapshot "$T") <(snapshot "$W/expected") | head; fail "restored tree differs"; }
+grep -qx "cache-hit=true" "$W/gh-output" || fail "GITHUB_OUTPUT: $(cat "$W/gh-output")"
+grep -qx "cache-matched-key=deps-$RUN-a" "$W/gh-output" || fail "matched key missing"
+
+# restore-keys: two more entries under deps-$RUN-, the newest must win for that prefix.
+echo second > "$T/marker"; lc save "${STORE[@]}" --key "deps-$RUN-b" "$T" >/dev/null || fail "save b"
+sleep 1.1  # Last-Modified has one-second resolution
+echo third > "$T/marker"; lc save "${STORE[@]}" --key "deps-$RUN-c" "$T" >/dev/null || fail "save c"
+if [ "$KIND" = local ]; then  # make ages unambiguous on the local store
+  touch -d "3 hours ago" "$W/store/deps-$RUN-a.tar.zst"; touch -d "2 hours ago" "$W/store/deps-$RUN-b.tar.zst"
+  touch -d "1 hour ago" "$W/store/deps-$RUN-c.tar.zst"
+fi
+out=$(lc lookup "${STORE[@]}" --key "deps-$RUN-zzz" --restore-keys "nomatch-" --restore-keys "deps-$RUN-" 2>/dev/null)
+[[ $out == *"cache-hit=false"* && $out == *"cache-matched-key=deps-$RUN-c"* ]] || fail "newest under prefix: $out"
+out=$(lc lookup "${STORE[@]}" --key "deps-$RUN-b" --restore-keys "deps-$RUN-" 2>/dev/null)
+[[ $out == *"cache-hit=true"* && $out == *"cache-matched-key=deps-$RUN-b"* ]] || fail "exact wins: $out"
+out=$(lc lookup "${STORE[@]}" --key "x-$RUN" --restore-keys "deps-$RUN-a" --restore-keys "deps-$RUN-" 2>/dev/null)
+[[ $out == *"cache-matched-key=deps-$RUN-a"* ]] || fail "first matching prefix wins: $out"
+# newline-separated restore-keys, as actions/cache passes them
+out=$(lc lookup "${STORE[@]}" --key "x-$RUN" --restore-keys "$(printf 'nomatch-\ndeps-%s-\n' "$RUN")" 2>/dev/null)
+[[ $out == *"cache-matched-key=deps-$RUN-c"* ]] || fail "newline list: $out"
+rm -rf "$T"
+lc restore --extract "${STORE[@]}" --key "x-$RUN" --restore-keys "deps-$RUN-" "$T" >/dev/null || fail "restore via prefix"
+[ "$(cat "$T/marker")" = third ] || fail "restore via prefix got the wrong entry"
+
+# scope: the same key in another scope is another entry
+out=$(lc lookup "${STORE[@]}" --scope "other/branch" --key "deps-$RUN-a" 2>/dev/null)
+[[ $out == *"cache-hit=false"* ]] || fail "scope leak: $out"
+
+# misses
+lc restore --extract "${STORE[@]}" --key "none-$RUN" "$T" >/dev/null || fail "a miss must exit 0"
+set +e; lc restore --extract "${STORE[@]}" --key "none-$RUN" --fail-on-cache-miss "$T" >/dev/null 2>&1; rc=$?; set -e
+[ $rc = 3 ] || fail "--fail-on-cache-miss exit $rc"
+
+# stock tools: the entry decodes with zstd -d | tar -x
+if [ "$KIND" = local ]; then
+  mkdir -p "$W/stock"
+  zstd -dc "$W/store/deps-$RUN-a.tar.zst" | tar -x -C "$W/stock"
+  [ "$(snapshot "$W/stock/${W#/}/work/tree")" = "$(snapshot "$W/expected")" ] || fail "zstd -d | tar -x differs"
+fi
+echo "save/restore ($KIND): ok"

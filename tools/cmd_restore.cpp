@@ -1,0 +1,148 @@
+// SPDX-License-Identifier: MIT
+// `lazycache restore --key K [--restore-keys P]... PATH...`: find the entry like actions/cache
+// (exact key, else the newest entry of the first matching prefix), then mount it when FUSE is
+// usable (by running `mount` with the same key and store options) or extract it: concurrent
+// range reads (ObjectByteSource) -> frame verification and decompression -> files, a pipeline in
+// format/extractor. Says which it does and why.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+
+#include "format/archive.h"
+#include "format/extractor.h"
+#include "remote/object_byte_source.h"
+#include "tools/command.h"
+#include "tools/store_options.h"
+
+namespace lazycache::cli {
+namespace {
+
+std::string absolute(const std::string& p) {
+  if (!p.empty() && p[0] == '/') return p;
+  char cwd[4096];
+  if (!::getcwd(cwd, sizeof cwd)) return p;
+  std::string out = std::string(cwd) + "/" + p;
+  while (out.size() > 1 && out.back() == '/') out.pop_back();
+  return out;
+}
+
+// Why FUSE cannot be used here, or "" when /dev/fuse opens (the mount command checks the rest).
+std::string fuse_unusable_reason() {
+  int fd = ::open("/dev/fuse", O_RDWR | O_CLOEXEC);
+  if (fd < 0) return "/dev/fuse cannot be opened";
+  ::close(fd);
+  return "";
+}
+
+// The restore options `mount` understands, passed through unchanged.
+std::vector<std::string> mount_args(const ArgParser& args) {
+  std::vector<std::string> out;
+  for (const char* name : {"store", "endpoint", "region", "concurrency", "part-size", "memory-budget", "retries", "key", "scope"})
+    if (args.has(name)) out.insert(out.end(), {std::string("--") + name, args.get(name)});
+  for (const auto& v : args.get_all("restore-keys")) out.insert(out.end(), {"--restore-keys", v});
+  for (const char* flag : {"path-style", "virtual-hosted", "sign-payload"})
+    if (args.has(flag)) out.push_back(std::string("--") + flag);
+  out.push_back("--");
+  for (const auto& p : args.positionals()) out.push_back(p);
+  return out;
+}
+
+int extract(const ArgParser& args, std::shared_ptr<remote::ObjectStore> store, const ResolvedEntry& entry, int threads) {
+  auto start = std::chrono::steady_clock::now();
+  auto source = std::static_pointer_cast<remote::ObjectByteSource>(open_entry_source(store, entry.match->object));
+  auto reader = format::ArchiveReader::open(source);
+  if (!reader.ok()) return report_error("restore", reader.error().with_context("opening " + source->describe()));
+  const auto& index = (*reader)->index();
+  format::ExtractConfig config;
+  config.threads = threads;
+  auto all = format::targets_at_original_paths(index);
+  if (args.positionals().empty()) {
+    config.targets = all;
+  } else {
+    for (const auto& p : args.positionals()) {
+      std::string want = absolute(p);
+      bool found = false;
+      for (const auto& t : all) {
+        if (t.dest_path == want) {
+          config.targets.push_back(t);
+          found = true;
+        }
+      }
+      if (!found) {
+        std::string saved;
+        for (const auto& r : index.roots()) saved += " " + r.original_path;
+        return report_error("restore", Status(ErrorCode::kNotFound, want + " is not a path saved in this entry (saved:" + saved + ")"));
+      }
+    }
+  }
+  auto stats = format::extract_archive(**reader, config);
+  if (!stats.ok()) return report_error("restore", stats.error().with_context("extracting " + source->describe()));
+  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  char rate[64];
+  std::snprintf(rate, sizeof rate, "%.1f MiB in %.0f ms", static_cast<double>(stats->file_bytes) / (1 << 20), ms);
+  std::cout << "restored key " << entry.match->key << (entry.cache_hit() ? "" : " (restore key match)") << " from "
+            << store->describe() << ": " << stats->files << " files, " << rate << ", " << stats->frames_read << " frames in "
+            << source->requests() << " range requests\n";
+  return kExitOk;
+}
+
+int run_restore(ArgParser& args) {
+  add_store_options(args);
+  add_key_options(args);
+  args.option("mode", "auto|mount|extract", "mount when FUSE is usable, else extract", "auto");
+  args.flag("extract", "same as --mode extract");
+  args.flag("fail-on-cache-miss", "exit 3 when no entry matches");
+  args.option("threads", "N", "decompression threads when extracting (0: one per CPU)", "0");
+  int code = 0;
+  if (!args.parse(code)) return code;
+  std::string mode = args.has("extract") ? "extract" : args.get("mode");
+  if (mode != "auto" && mode != "mount" && mode != "extract") {
+    std::cerr << "lazycache restore: --mode must be auto, mount or extract\n";
+    return kExitUsage;
+  }
+  if (args.get("key").empty()) {
+    std::cerr << "lazycache restore: --key is required\n";
+    return kExitUsage;
+  }
+  auto threads = args.get_int("threads");
+  if (!threads.ok()) return report_error("restore", threads.error());
+
+  if (mode != "extract") {
+    std::string why = fuse_unusable_reason();
+    auto mount = command_registry().find("mount");
+    if (mount == command_registry().end()) why = "this build has no mount command";
+    if (why.empty()) {
+      std::cerr << "lazycache restore: mounting (FUSE is usable; --extract to unpack instead)\n";
+      ArgParser mount_parser("mount", mount->second.usage, mount_args(args));
+      int rc = mount->second.run(mount_parser);
+      if (rc == kExitOk || mode == "mount" || args.has("fail-on-cache-miss")) return rc;
+      std::cerr << "lazycache restore: mounting failed; extracting instead\n";
+    } else if (mode == "mount") {
+      return report_error("restore", Status(ErrorCode::kUnsupported, "cannot mount: " + why));
+    } else {
+      std::cerr << "lazycache restore: extracting (cannot mount: " << why << ")\n";
+    }
+  }
+
+  auto store = open_store(args);
+  if (!store.ok()) return report_error("restore", store.error());
+  auto entry = resolve_entry(**store, args);
+  if (!entry.ok()) return report_error("restore", entry.error());
+  Status printed = print_key_outputs(*entry);
+  if (!printed.ok()) return report_error("restore", printed);
+  if (!entry->match) {
+    std::cout << "cache miss for key " << entry->primary_key << ": nothing restored\n";
+    return args.has("fail-on-cache-miss") ? kExitNotFound : kExitOk;
+  }
+  return extract(args, *store, *entry, static_cast<int>(*threads));
+}
+
+const CommandRegistration kRestore{"restore", "restore a cache entry by key: mount it, or extract it",
+                                   "--key KEY [--restore-keys PREFIX]... [--scope S] [--store URL] [--extract] [PATH...]",
+                                   run_restore};
+
+}  // namespace
+}  // namespace lazycache::cli
