@@ -209,38 +209,36 @@ void Filesystem::read(uint64_t handle, uint64_t offset, size_t size, ReadCallbac
     ops_.emplace(op->id, op);
   }
   const auto frames = index().frames();
-  for (uint32_t f = first; f <= last; ++f) {
-    fetcher_->get(f, Priority::kOnDemand, [this, op, f, frames](Result<FramePtr> r) {
-      bool last_one = false;
-      {
-        std::lock_guard lock(op->mu);
-        if (r.ok()) {
-          op->frames[f - op->first_frame] = std::move(r).value();
-        } else if (op->error.ok()) {
-          op->error = r.error();
-        }
-        last_one = --op->remaining == 0;
+  fetcher_->get_range(first, last, Priority::kOnDemand, [this, op, frames](uint32_t f, Result<FramePtr> r) {
+    bool last_one = false;
+    {
+      std::lock_guard lock(op->mu);
+      if (r.ok()) {
+        op->frames[f - op->first_frame] = std::move(r).value();
+      } else if (op->error.ok()) {
+        op->error = r.error();
       }
-      if (!last_one) return;
-      if (!op->error.ok()) {
-        finish(op, op->error);
+      last_one = --op->remaining == 0;
+    }
+    if (!last_one) return;
+    if (!op->error.ok()) {
+      finish(op, op->error);
+      return;
+    }
+    std::vector<ReadPiece> pieces;
+    const uint64_t end = op->stream_offset + op->length;
+    for (size_t i = 0; i < op->frames.size(); ++i) {
+      const format::FrameInfo& info = frames[op->first_frame + i];
+      const uint64_t from = std::max(op->stream_offset, info.uncompressed_offset);
+      const uint64_t to = std::min<uint64_t>(end, info.uncompressed_offset + info.uncompressed_size);
+      if (to <= from || op->frames[i]->size() < to - info.uncompressed_offset) {
+        finish(op, Status(ErrorCode::kCorrupt, "frame " + std::to_string(op->first_frame + i) + " does not cover the read"));
         return;
       }
-      std::vector<ReadPiece> pieces;
-      const uint64_t end = op->stream_offset + op->length;
-      for (size_t i = 0; i < op->frames.size(); ++i) {
-        const format::FrameInfo& info = frames[op->first_frame + i];
-        const uint64_t from = std::max(op->stream_offset, info.uncompressed_offset);
-        const uint64_t to = std::min<uint64_t>(end, info.uncompressed_offset + info.uncompressed_size);
-        if (to <= from || op->frames[i]->size() < to - info.uncompressed_offset) {
-          finish(op, Status(ErrorCode::kCorrupt, "frame " + std::to_string(op->first_frame + i) + " does not cover the read"));
-          return;
-        }
-        pieces.push_back(ReadPiece{op->frames[i], static_cast<size_t>(from - info.uncompressed_offset), static_cast<size_t>(to - from)});
-      }
-      finish(op, std::move(pieces));
-    });
-  }
+      pieces.push_back(ReadPiece{op->frames[i], static_cast<size_t>(from - info.uncompressed_offset), static_cast<size_t>(to - from)});
+    }
+    finish(op, std::move(pieces));
+  });
   if (ahead.length > 0) {
     const auto [a, b] = index().frames_for_range(file->data_offset + ahead.offset, ahead.length);
     fetcher_->prefetch(a, b, Priority::kReadahead);

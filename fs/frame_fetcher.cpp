@@ -62,22 +62,35 @@ void FrameFetcher::enqueue_locked(uint32_t frame, Priority priority, bool keep_i
 }
 
 void FrameFetcher::get(uint32_t frame, Priority priority, FrameCallback cb) {
-  if (frame >= frames_.size()) {
-    cb(Status(ErrorCode::kInvalidArgument, "frame " + std::to_string(frame) + " out of range"));
+  get_range(frame, frame, priority, [cb = std::move(cb)](uint32_t, Result<FramePtr> r) { cb(std::move(r)); });
+}
+
+void FrameFetcher::get_range(uint32_t first, uint32_t last, Priority priority,
+                             std::function<void(uint32_t, Result<FramePtr>)> cb) {
+  if (last < first || last >= frames_.size()) {
+    cb(first, Status(ErrorCode::kInvalidArgument, "frames " + std::to_string(first) + ".." + std::to_string(last) + " out of range"));
     return;
   }
-  if (FramePtr p = memory_.get(frame)) {
-    counters_.frames_from_memory.fetch_add(1, std::memory_order_relaxed);
-    cb(std::move(p));
-    return;
+  std::vector<uint32_t> missing;
+  for (uint32_t f = first; f <= last; ++f) {
+    if (FramePtr p = memory_.get(f)) {
+      counters_.frames_from_memory.fetch_add(1, std::memory_order_relaxed);
+      cb(f, std::move(p));
+    } else {
+      missing.push_back(f);
+    }
   }
+  if (missing.empty()) return;
   std::unique_lock lock(mu_);
   if (stop_) {
     lock.unlock();
-    cb(Status(ErrorCode::kCancelled, "mount is shutting down"));
+    for (uint32_t f : missing) cb(f, Status(ErrorCode::kCancelled, "mount is shutting down"));
     return;
   }
-  enqueue_locked(frame, priority, true, std::move(cb));
+  auto shared_cb = std::make_shared<std::function<void(uint32_t, Result<FramePtr>)>>(std::move(cb));
+  for (uint32_t f : missing) {
+    enqueue_locked(f, priority, true, [shared_cb, f](Result<FramePtr> r) { (*shared_cb)(f, std::move(r)); });
+  }
 }
 
 Result<FramePtr> FrameFetcher::get_sync(uint32_t frame, Priority priority) {
@@ -91,10 +104,10 @@ void FrameFetcher::prefetch(uint32_t first, uint32_t last, Priority priority) {
   if (frames_.empty()) return;
   last = std::min<uint32_t>(last, static_cast<uint32_t>(frames_.size() - 1));
   const bool keep = priority <= Priority::kReadahead;
+  std::lock_guard lock(mu_);
+  if (stop_) return;
   for (uint32_t f = first; f <= last; ++f) {
     if (keep && memory_.get(f) != nullptr) continue;
-    std::lock_guard lock(mu_);
-    if (stop_) return;
     enqueue_locked(f, priority, keep, nullptr);
   }
 }

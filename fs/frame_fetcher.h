@@ -86,10 +86,14 @@ class FrameFetcher {
   // later from a worker. Errors: kInvalidArgument (no such frame), the source's errors, kCorrupt,
   // kCancelled (fetcher shutting down). Never blocks on I/O.
   void get(uint32_t frame, Priority priority, FrameCallback cb);
+  // get() for frames [first, last], queued together so that a worker can fetch the missing ones
+  // with one merged range read. `cb` runs once per frame, with its number.
+  void get_range(uint32_t first, uint32_t last, Priority priority, std::function<void(uint32_t, Result<FramePtr>)> cb);
   // Blocking form of get() (tests, tools).
   Result<FramePtr> get_sync(uint32_t frame, Priority priority = Priority::kOnDemand);
-  // Queues frames [first, last] that are neither in memory nor already queued. Readahead frames
-  // are kept in memory when done; prefetch and background frames only go to the chunk cache.
+  // Queues frames [first, last] that are neither in memory nor already queued (together, so they
+  // can be merged). Readahead frames are kept in memory when done; prefetch and background frames
+  // only go to the chunk cache.
   void prefetch(uint32_t first, uint32_t last, Priority priority);
   // Blocks until nothing is queued or in flight (tests and `--prefetch` completion reports).
   void wait_idle();
@@ -123,7 +127,9 @@ class FrameFetcher {
   const FetcherConfig config_;
   FetchCounters counters_;
 
-  mutable std::mutex mu_;  // guards pending_, queue_, seq_, background_active_, active_, stop_
+  // Guards pending_, queue_, seq_, background_active_, active_, stop_. Lock order: mu_, then
+  // FrameCache's own mutex (complete() publishes to memory under mu_); never the reverse.
+  mutable std::mutex mu_;
   std::condition_variable work_cv_;
   std::condition_variable idle_cv_;
   std::map<uint32_t, Pending> pending_;

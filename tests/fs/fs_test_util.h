@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: MIT
+// File: tests/fs/fs_test_util.h -- helpers for fs/ tests: chunk contents, ByteSources that fail
+// or hang on demand, and a generated node_modules-like tree.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "common/byte_source.h"
+#include "format/hashing.h"
+#include "format/tree_util.h"
+
+namespace lazycache::testing {
+
+inline format::Digest128 digest_of(const std::string& s) { return format::xxh3_128(std::as_bytes(std::span(s.data(), s.size()))); }
+
+// Wraps a source; reads can be made to fail (kUnavailable), to flip a byte, or to hang until
+// released. Counts reads.
+class ControlledSource final : public ByteSource {
+ public:
+  explicit ControlledSource(std::shared_ptr<const ByteSource> inner) : inner_(std::move(inner)) {}
+  ~ControlledSource() override { release(); }
+  uint64_t size() const override { return inner_->size(); }
+  Result<size_t> read_at(uint64_t offset, std::span<std::byte> out) const override {
+    reads.fetch_add(1);
+    if (fail.load()) return Status(ErrorCode::kUnavailable, "injected: store unreachable");
+    if (hang.load()) {
+      std::unique_lock lock(mu_);
+      cv_.wait(lock, [&] { return released_; });
+      return Status(ErrorCode::kUnavailable, "injected: hung read released");
+    }
+    auto n = inner_->read_at(offset, out);
+    if (n.ok() && flip.load() && *n > 100) out[100] ^= std::byte{0x40};
+    return n;
+  }
+  std::string describe() const override { return "controlled " + inner_->describe(); }
+  void release() {
+    std::lock_guard lock(mu_);
+    released_ = true;
+    cv_.notify_all();
+  }
+
+  mutable std::atomic<uint64_t> reads{0};
+  std::atomic<bool> fail{false}, flip{false}, hang{false};
+
+ private:
+  std::shared_ptr<const ByteSource> inner_;
+  mutable std::mutex mu_;
+  mutable std::condition_variable cv_;
+  bool released_ = false;
+};
+
+// A tree shaped like node_modules: many packages, each with package.json, a few small .js files,
+// a nested dir, some larger files, .bin symlinks, a hardlink, an empty dir and an empty file.
+// `packages` x ~8 entries. Contents depend on the path, so any read can be checked.
+inline void make_node_like_tree(const std::string& root, int packages, uint64_t seed = 1) {
+  ::mkdir(root.c_str(), 0755);
+  const std::string nm = root + "/node_modules";
+  ::mkdir(nm.c_str(), 0755);
+  ::mkdir((nm + "/.bin").c_str(), 0755);
+  for (int p = 0; p < packages; ++p) {
+    const std::string pkg = nm + "/pkg-" + std::to_string(p);
+    ::mkdir(pkg.c_str(), 0755);
+    ::mkdir((pkg + "/lib").c_str(), 0755);
+    write_file(pkg + "/package.json", "{\"name\":\"pkg-" + std::to_string(p) + "\",\"version\":\"1.0." + std::to_string(p) + "\"}\n");
+    write_file(pkg + "/index.js", pattern(200 + (p * 37) % 3000, seed * 1000 + static_cast<uint64_t>(p)));
+    write_file(pkg + "/lib/util.js", pattern(500 + (p * 91) % 9000, seed * 7000 + static_cast<uint64_t>(p)), 0755);
+    if (p % 10 == 0) write_file(pkg + "/lib/big.bin", pattern(300000 + static_cast<size_t>(p) * 1000, seed + static_cast<uint64_t>(p)));
+    if (p % 7 == 0) write_file(pkg + "/EMPTY", "");
+    if (p % 13 == 0) ::mkdir((pkg + "/empty-dir").c_str(), 0700);
+    if (p % 5 == 0) {
+      const std::string target = "../pkg-" + std::to_string(p) + "/index.js";
+      if (::symlink(target.c_str(), (nm + "/.bin/cmd-" + std::to_string(p)).c_str()) != 0) throw std::runtime_error("symlink");
+    }
+    if (p % 17 == 0) ::link((pkg + "/package.json").c_str(), (pkg + "/package.hardlink.json").c_str());
+    set_mtime(pkg + "/index.js", 1600000000 + p, 123456789);
+  }
+}
+
+}  // namespace lazycache::testing
