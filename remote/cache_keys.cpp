@@ -56,6 +56,11 @@ Result<std::string> entry_object_key(std::string_view scope, std::string_view ke
   if (key.empty()) return Status(ErrorCode::kInvalidArgument, "empty cache key");
   if (key.size() > 512) return Status(ErrorCode::kInvalidArgument, "cache key longer than 512 bytes");
   if (scope.size() > 256) return Status(ErrorCode::kInvalidArgument, "scope longer than 256 bytes");
+  // Keys and scopes travel as lines of $GITHUB_OUTPUT: a control character would forge outputs.
+  for (std::string_view s : {scope, key})
+    for (unsigned char c : s)
+      if (c < 0x20 || c == 0x7f)
+        return Status(ErrorCode::kInvalidArgument, "cache key or scope contains a control character");
   return entry_list_prefix(scope, key) + std::string(kEntrySuffix);
 }
 

@@ -68,6 +68,8 @@ TEST_CASE("cache key naming keeps prefixes and round-trips", "[unit]") {
   CHECK(*entry_object_key("", "a/b c%") == "a%2Fb%20c%25.tar.zst");
   CHECK(*entry_object_key("..", ".") == "%2E%2E/%2E.tar.zst");
   CHECK(!entry_object_key("", "").ok());
+  CHECK(!entry_object_key("", "a\ncache-hit=true").ok());
+  CHECK(!entry_object_key("s\r", "k").ok());
   for (std::string key : {"plain", "with/slash", "sp ace", "pct%41", "ümlaut", "..", "a.tar.zst"}) {
     auto name = entry_object_key("scope/x", key);
     REQUIRE(name.ok());
