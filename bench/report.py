@@ -1,0 +1,330 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""bench/report.py -- turns bench/run.sh's results.tsv into RESULTS.md, results.json and
+results.png (gnuplot). Standard library only.
+
+usage: report.py --tsv FILE --machine JSON --invocation CMD --profiles "hosted far" --out DIR
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+# Scenario key -> (title, what it shows, scenarios whose rows are quoted as extra peers).
+SCENARIOS = [
+    ("pack", "Pack", "Archive a tree on local disk (tree in the page cache). lazycache also writes its index "
+     "and seek table; mksquashfs makes the image the squashfuse rows read.", []),
+    ("save", "Save", "Pack and upload to the store through the link. actions/cache packs to a temp file, "
+     "then uploads it.", []),
+    ("restore", "Full restore", "Every byte downloaded and every file created (guest page cache dropped "
+     "before each run).", []),
+    ("mount_ready", "Mount ready", "From the command to a mount that serves requests. Quoted against the "
+     "full restore and a bare download of the archive (rows from those scenarios).", ["restore", "download"]),
+    ("job", "Partial job (node)", "A CI step on the node tree: `tsc --version`, `eslint --version`, node "
+     "loads lodash, express, react, rxjs and axios, then reads a fixed list of every 7th file (about 14 % "
+     "of the files). With restore, the time includes the restore.", []),
+    ("read_cold", "Cold full read", "Every file read once right after the restore or mount (caches dropped, "
+     "lazycache's chunk cache cleared).", []),
+    ("find_warm", "Warm find", "`find DIR | wc -l` on a filesystem that was walked once before.", []),
+    ("read_warm", "Warm reads", "`find DIR -type f -print0 | xargs -0 cat` after one untimed full read.", []),
+    ("rss_peak", "Peak RSS", "Peak resident memory (VmHWM) of the filesystem daemon after the reads.", []),
+    ("rss_idle", "Idle RSS", "Resident memory (VmRSS) of the filesystem daemon 2 s after the reads.", []),
+    ("bytes", "Bytes fetched against bytes read", "What the partial job reads against what each approach "
+     "downloads. lazycache's figure is counted by the link proxy (bytes the store sent).", []),
+]
+TITLES = {s[0]: s[1] for s in SCENARIOS}
+EXTRA_PEERS = {s[0]: s[3] for s in SCENARIOS}
+
+
+def load_rows(path):
+    rows = []
+    with open(path, encoding="utf-8") as f:
+        header = f.readline().rstrip("\n").split("\t")
+        for line in f:
+            vals = line.rstrip("\n").split("\t")
+            if len(vals) < len(header):
+                continue
+            r = dict(zip(header, vals))
+            try:
+                r["note"] = json.loads(r["note"]) if r["note"] else {}
+            except json.JSONDecodeError:
+                r["note"] = {"raw": r["note"]}
+            for k in ("median_s", "min_s", "max_s", "load1"):
+                r[k] = float(r[k]) if r[k] not in ("", None) else None
+            r["runs"] = int(r["runs"] or 0)
+            rows.append(r)
+    return rows
+
+
+def is_lazycache(r):
+    return r["tool"].startswith("lazycache")
+
+
+def unit(r):
+    return r["note"].get("unit", "s")
+
+
+def fmt_num(v, u):
+    if v is None:
+        return ""
+    if u == "s":
+        return f"{v:.3f}" if v < 10 else f"{v:.2f}"
+    return f"{v:,.1f}"
+
+
+def fmt_bytes(b):
+    return f"{b / 1048576:,.1f} MiB"
+
+
+def note_text(r):
+    n = r["note"]
+    if "not_measured" in n:
+        return "not measured: " + n["not_measured"]
+    parts = []
+    if "archive_bytes" in n:
+        parts.append("archive " + fmt_bytes(n["archive_bytes"]))
+    if "fetched_bytes" in n:
+        parts.append("fetched " + fmt_bytes(n["fetched_bytes"]))
+    if "job_file_bytes" in n:
+        parts.append("job's files " + fmt_bytes(n["job_file_bytes"]))
+    if "lc_store_bytes" in n:
+        parts.append("lazycache counted " + fmt_bytes(n["lc_store_bytes"]) + " from the store")
+    if "lc_bytes_served" in n:
+        parts.append(fmt_bytes(n["lc_bytes_served"]) + " served")
+    if "lc_files_opened" in n:
+        parts.append(f"{n['lc_files_opened']:,} files opened")
+    if "rss_peak_kib" in n:
+        parts.append(f"daemon peak RSS {n['rss_peak_kib'] / 1024:,.1f} MiB")
+    if "rss_idle_kib" in n:
+        parts.append(f"idle RSS {n['rss_idle_kib'] / 1024:,.1f} MiB")
+    return ", ".join(parts)
+
+
+def groups(rows):
+    """(scenario, fixture, profile) -> rows, in first-seen order."""
+    out = {}
+    for r in rows:
+        out.setdefault((r["scenario"], r["fixture"], r["profile"]), []).append(r)
+    return out
+
+
+def reference(group_rows):
+    """The lazycache row peers are compared with: the first measured one."""
+    for r in group_rows:
+        if is_lazycache(r) and r["median_s"] is not None:
+            return r
+    return None
+
+
+def with_extra_peers(g, scen, fx, prof):
+    """A group's rows plus the rows of the scenarios it is quoted against (same fixture, link)."""
+    rows = list(g[(scen, fx, prof)])
+    for e in EXTRA_PEERS.get(scen, []):
+        rows += g.get((e, fx, prof), [])
+    return rows
+
+
+def best_peer(group_rows):
+    """The fastest measured peer. Not peers: a job alone on a ready tree (a floor) and a bare
+    download (a reference: it leaves no usable tree)."""
+    peers = [r for r in group_rows
+             if not is_lazycache(r) and r["median_s"] is not None and "alone" not in r["tool"]
+             and r["scenario"] != "download"]
+    return min(peers, key=lambda r: r["median_s"]) if peers else None
+
+
+def ratio(r, ref):
+    if ref is None or r["median_s"] is None or not ref["median_s"] or r is ref:
+        return ""
+    return f"{r['median_s'] / ref['median_s']:.2f}"
+
+
+def md_escape(s):
+    return s.replace("|", "\\|")
+
+
+def build_markdown(rows, machine, invocation, profiles, profile_info):
+    g = groups(rows)
+    out = []
+    out.append("# lazycache benchmark results\n")
+    out.append("Generated by `bench/report.py` from one run of the suite; do not edit by hand.\n")
+    out.append(f"Reproduce (as root, from a clean clone): `{invocation}`\n")
+    out.append("## Machine and run\n")
+    out.append("| fact | value |\n| --- | --- |")
+    for k in ("cpu", "nproc", "memory", "os", "kernel", "disk", "tools", "commit", "started", "ended",
+              "load_at_start", "load_at_end"):
+        if k in machine:
+            out.append(f"| {k} | {md_escape(str(machine[k]))} |")
+    out.append("")
+    out.append("The 2 CPU cores are shared by the client tools, the Swift store (Python) and the link "
+               "proxy, and with other work on the machine: each row carries the load average (load1) "
+               "at its end. \"Cold\" means the guest page cache was dropped; the host still caches the "
+               "virtual disk.\n")
+    out.append("## Link profiles\n")
+    out.append("Every client reaches the store (OpenStack Swift s3api on loopback) through `lc-link-proxy`, "
+               "which delays each direction by half the RTT (each request/response turn costs one RTT, a "
+               "new connection one more) and caps bandwidth with token buckets per connection and in "
+               "total.\n")
+    out.append("| profile | RTT | per connection | total |\n| --- | --- | --- | --- |")
+    for p in profiles:
+        i = profile_info.get(p)
+        if i:
+            cap = lambda m: f"{m:g} Mbit/s" if m else "no cap"
+            out.append(f"| {p} | {i['rtt_ms']:g} ms | {cap(i['conn_mbit'])} | {cap(i['total_mbit'])} |")
+    out.append("")
+    out.append("## Summary\n")
+    out.append("Medians in seconds; \"÷ lazycache\" is the peer's time divided by lazycache's (above 1: "
+               "lazycache is faster). The chart is `results.png`.\n")
+    out.append("| scenario | fixture | link | lazycache | best peer | best peer ÷ lazycache |")
+    out.append("| --- | --- | --- | --- | --- | --- |")
+    for (scen, fx, prof), grs in g.items():
+        if scen in ("rss_peak", "rss_idle", "bytes", "download"):
+            continue
+        ref = reference(grs)
+        best = best_peer(with_extra_peers(g, scen, fx, prof))
+        lc = f"{fmt_num(ref['median_s'], 's')} ({ref['tool']})" if ref else "not measured"
+        bp = ""
+        if best:
+            where = "" if best["scenario"] == scen else ", " + TITLES.get(best["scenario"], best["scenario"]).lower()
+            bp = f"{fmt_num(best['median_s'], 's')} ({best['tool']}{where})"
+        rt = ratio(best, ref) if best and ref else ""
+        out.append(f"| {TITLES.get(scen, scen)} | {fx} | {prof} | {md_escape(lc)} | {md_escape(bp)} | {rt} |")
+    out.append("")
+    for key, title, what, extra in SCENARIOS:
+        keys = [k for k in g if k[0] == key]
+        if not keys:
+            continue
+        out.append(f"## {title}\n")
+        out.append(what + "\n")
+        out.append("| fixture | link | tool | median | min | max | runs | ÷ lazycache | load1 | notes |")
+        out.append("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+        for k in keys:
+            grs = with_extra_peers(g, *k)
+            ref = reference(g[k])
+            for r in grs:
+                u = unit(r)
+                tool = r["tool"] + ("" if r["scenario"] == key else f" ({TITLES.get(r['scenario'], r['scenario'])})")
+                med = fmt_num(r["median_s"], u) + ("" if u == "s" or r["median_s"] is None else " " + u)
+                out.append(f"| {k[1]} | {k[2]} | {md_escape(tool)} | {med} | {fmt_num(r['min_s'], u)} | "
+                           f"{fmt_num(r['max_s'], u)} | {r['runs']} | {ratio(r, ref) if u == 's' else ''} | "
+                           f"{r['load1'] if r['load1'] is not None else ''} | {md_escape(note_text(r))} |")
+        out.append("")
+        cmds = []
+        for k in keys:
+            for r in g[k]:
+                c = (r["tool"], r["command"])
+                if r["command"] and c not in cmds:
+                    cmds.append(c)
+        if cmds:
+            out.append("<details><summary>exact commands</summary>\n")
+            for tool, c in cmds:
+                out.append(f"- {md_escape(tool)}: `{c}`")
+            out.append("\n</details>\n")
+    out.append("## Variables in the commands\n")
+    out.append("`$LC` the lazycache binary; `$CURL` = `curl -sS --fail --netrc-file $NETRC --aws-sigv4 "
+               "aws:amz:us-east-1:s3 -H x-amz-content-sha256:UNSIGNED-PAYLOAD`; `$E` the store's endpoint "
+               "through the link proxy; `$BUCKET` = bench; `$JOBP`/`$JOBD` the job's parent directory and "
+               "cached directory; `$T` the fixture tree, `$P`/`$N` its parent and name; `$W` the run's work "
+               "directory; `$JOB_CMD` and `$READ_ALL` are spelled out in `bench/scenarios.sh`; "
+               "`${LC_STORE_OPTS[@]}` = `--store s3://$BUCKET/lc --endpoint $E --region us-east-1 "
+               "--path-style`; `$RCLONE_FLAGS` = `--multi-thread-streams 8 --multi-thread-cutoff 1M`. "
+               "Prepare steps (untimed): `rm -rf` of the target and `drop_caches` for every restore and "
+               "cold read; mounts are unmounted and lazycache's chunk cache cleared before cold runs.\n")
+    return "\n".join(out)
+
+
+def chart(rows, out_dir):
+    """A clustered bar chart: per (scenario, fixture, link), lazycache against the best peer."""
+    g = groups(rows)
+    data = []
+    for (scen, fx, prof), grs in g.items():
+        if scen in ("rss_peak", "rss_idle", "bytes", "download"):
+            continue
+        ref = reference(grs)
+        best = best_peer(with_extra_peers(g, scen, fx, prof))
+        if best is None and ref is None:
+            continue
+        label = f"{TITLES.get(scen, scen)}\\n{fx}, {prof}"
+        lc = ref["median_s"] if ref else "NaN"
+        data.append(f"\"{label}\"\t{lc}\t{best['median_s'] if best else 'NaN'}")
+    if not data:
+        return False
+    dat = os.path.join(out_dir, "results.dat")
+    with open(dat, "w", encoding="utf-8") as f:
+        f.write("label\tlazycache\tbest_peer\n" + "\n".join(data) + "\n")
+    width = max(900, 95 * len(data))
+    script = f"""
+set terminal pngcairo size {width},560 font "DejaVu Sans,10"
+set output "{os.path.join(out_dir, 'results.png')}"
+set title "lazycache vs the fastest peer (median wall time, seconds, log scale; lower is better)"
+set style data histograms
+set style histogram clustered gap 1
+set style fill solid 0.85 border -1
+set boxwidth 0.9
+set logscale y
+set yrange [0.005:*]
+set grid ytics
+set key top left
+set xtics rotate by -35 font ",8" nomirror
+set datafile separator "\\t"
+set datafile missing "NaN"
+set bmargin 7
+plot "{dat}" using 2:xtic(1) title "lazycache" lc rgb "#1b9e77", \\
+     "" using 3 title "fastest peer" lc rgb "#7570b3"
+"""
+    try:
+        subprocess.run(["gnuplot"], input=script, text=True, check=True, capture_output=True)
+    except (OSError, subprocess.CalledProcessError) as e:
+        err = getattr(e, "stderr", "") or str(e)
+        print(f"report.py: gnuplot failed: {err}", file=sys.stderr)
+        return False
+    finally:
+        os.remove(dat)
+    return True
+
+
+def write_atomic(path, text):
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tsv", required=True)
+    ap.add_argument("--machine", required=True)
+    ap.add_argument("--invocation", required=True)
+    ap.add_argument("--profiles", required=True, help="JSON list of `lc-link-proxy --describe` objects")
+    ap.add_argument("--out", required=True)
+    a = ap.parse_args()
+    rows = load_rows(a.tsv)
+    machine = json.loads(a.machine)
+    profile_list = json.loads(a.profiles)
+    profiles = [p["name"] for p in profile_list]
+    profile_info = {p["name"]: p for p in profile_list}
+    g = groups(rows)
+    result = {
+        "invocation": a.invocation,
+        "machine": machine,
+        "profiles": profile_info,
+        "measurements": rows,
+        "comparisons": [
+            {"scenario": k[0], "fixture": k[1], "profile": k[2],
+             "lazycache_tool": ref["tool"], "lazycache_median_s": ref["median_s"],
+             "peers": {r["tool"]: {"median_s": r["median_s"],
+                                   "ratio_to_lazycache": (r["median_s"] / ref["median_s"]
+                                                          if r["median_s"] and ref["median_s"] else None)}
+                       for r in grs if not is_lazycache(r) and unit(r) == "s"}}
+            for k, grs in g.items() if (ref := reference(grs)) is not None and unit(ref) == "s"
+        ],
+    }
+    write_atomic(os.path.join(a.out, "results.json"), json.dumps(result, indent=1) + "\n")
+    write_atomic(os.path.join(a.out, "RESULTS.md"), build_markdown(rows, machine, a.invocation, profiles, profile_info))
+    if not chart(rows, a.out):
+        print("report.py: no chart written", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,228 @@
+# SPDX-License-Identifier: MIT
+# bench/scenarios.sh -- the scenarios of bench/run.sh (sourced by it; uses its helpers and
+# variables: measure, not_measured, value_row, note_add, LC, CURL, E, BUCKET, TREE, W, RUNS ...).
+# Commands are kept as literal strings so RESULTS.md can quote exactly what was timed.
+
+# A run counter for names that must be new on every run (store entries are immutable).
+SEQ=0
+next_seq() { SEQ=$((SEQ + 1)); }
+
+# value_row SCEN FX PROF TOOL VALUE UNIT COMMAND: a measured quantity that is not a time.
+value_row() {
+  row "$1" "$2" "$3" "$4" "$5" "$5" "$5" 1 "$7" "{\"unit\": \"$6\"}"
+  say "  $4: $5 $6"
+}
+
+rss_kib() {  # rss_kib PID FIELD(VmHWM|VmRSS)
+  awk -v f="$2:" '$1 == f { print $2 }' "/proc/$1/status" 2>/dev/null || echo 0
+}
+mib() { echo "scale=1; $1 / 1048576" | bc; }
+
+# --- lazycache command lines, kept in one place as the CLI lands ---
+LC_STORE_OPTS=()
+lc_store() { LC_STORE_OPTS=(--store "s3://$BUCKET/lc" --endpoint "$E" --region "$S3_REGION" --path-style); }
+# lc_unmount DIR: unmounts DIR if mounted (lazycache first, fusermount3 as a fallback); the
+# figures lazycache prints for the mount are kept in $W/last-unmount.json.
+lc_unmount() {
+  mountpoint -q "$1" || return 0
+  "$LC" unmount --json "$1" > "$W/last-unmount.json" 2>>"$LOG" || fusermount3 -u "$1" 2>/dev/null || umount -l "$1"
+}
+# Adds lazycache's own figures of the last unmounted mount to $NOTE.
+note_lc_figures() {
+  local k v
+  for k in store_bytes bytes_served files_opened frames_from_store; do
+    v=$(jq -r ".stats.$k // empty" "$W/last-unmount.json" 2>/dev/null | head -1)
+    [ -n "$v" ] && note_add "lc_$k" "$v"
+  done
+  rm -f "$W/last-unmount.json"
+}
+# The bench's own chunk cache (never the user's), emptied before every cold run.
+export LAZYCACHE_CACHE_DIR=$W/lc-chunks
+lc_clear_cache() { "$LC" cache clear >/dev/null 2>&1 || rm -rf "$LAZYCACHE_CACHE_DIR"; }
+lc_daemon_pid() {  # the daemon of the last mount: `lazycache mount` prints "daemon pid N"
+  grep -o 'daemon pid [0-9]*' "$LOG" | tail -1 | cut -d' ' -f3
+}
+
+# The job a CI step runs on the node tree (cwd = the tree's parent): two CLIs print their
+# version, node loads five packages, and the fixed list of files is read.
+JOB_CMD='(cd "$JOBP" && node_modules/.bin/tsc --version && node_modules/.bin/eslint --version && node -e "for (const m of [\"lodash\", \"express\", \"react\", \"rxjs\", \"axios\"]) require(m)" && cd node_modules && xargs -a "$JOB_LIST" -d "\n" cat > /dev/null)'
+READ_ALL='find "$JOBD" -type f -print0 | xargs -0 cat > /dev/null'
+
+# ---- local scenarios: no store, no link ----
+run_local_scenarios() {
+  local fx=$1 T=${TREE[$1]}
+  local P N
+  P=$(dirname "$T") N=$(basename "$T")
+  say "fixture $fx: $(fx_bytes "$fx") bytes, $(fx_files "$fx") files (local scenarios)"
+  tar -cf - -C "$P" "$N" > /dev/null   # tree warm in the page cache for every packer alike
+
+  say "pack ($fx)"
+  measure pack "$fx" local "tar | zstd -T0 -3" "rm -f $W/$fx.tar.zst" \
+    'tar -cf - -C "$P" "$N" | zstd -q -T0 -3 -o "$W/$fx.tar.zst"' \
+    'note_add archive_bytes "$(stat -c %s "$W/$fx.tar.zst")"'
+  measure pack "$fx" local "mksquashfs zstd -3" "rm -f $W/$fx.sqfs" \
+    'mksquashfs "$T" "$W/$fx.sqfs" -comp zstd -Xcompression-level 3 -noappend -quiet -no-progress' \
+    'note_add archive_bytes "$(stat -c %s "$W/$fx.sqfs")"'
+  if lc_has pack; then
+    measure pack "$fx" local "lazycache pack" "rm -f $W/$fx.lc.tar.zst" \
+      '"$LC" pack -o "$W/$fx.lc.tar.zst" "$T"' \
+      'note_add archive_bytes "$(stat -c %s "$W/$fx.lc.tar.zst")"'
+  else
+    not_measured pack "$fx" local "lazycache pack" "$(lc_why pack)"
+  fi
+
+  # Warm metadata walks and reads: each filesystem is read once untimed, then timed.
+  say "warm find and reads ($fx)"
+  local M=$W/mnt-sq-$fx JOBD
+  mkdir -p "$M"
+  JOBD=$T
+  measure find_warm "$fx" local "native disk" "find '$JOBD' > /dev/null" 'find "$JOBD" | wc -l > /dev/null'
+  measure read_warm "$fx" local "native disk" "$READ_ALL" "$READ_ALL"
+  for sq in $SQUASHFUSES; do
+    MOUNTS+=("$M")
+    $sq -f "$W/$fx.sqfs" "$M" &
+    local sqpid=$!
+    PIDS+=("$sqpid")
+    for _ in $(seq 100); do mountpoint -q "$M" && break; sleep 0.05; done
+    JOBD=$M
+    measure find_warm "$fx" local "$sq" "find '$JOBD' > /dev/null" 'find "$JOBD" | wc -l > /dev/null'
+    measure read_warm "$fx" local "$sq" "$READ_ALL" "$READ_ALL"
+    value_row rss_peak "$fx" local "$sq" "$(mib $(( $(rss_kib $sqpid VmHWM) * 1024 )))" MiB "VmHWM of $sq after the reads"
+    sleep 2
+    value_row rss_idle "$fx" local "$sq" "$(mib $(( $(rss_kib $sqpid VmRSS) * 1024 )))" MiB "VmRSS of $sq 2 s later"
+    fusermount3 -u "$M"; wait $sqpid 2>/dev/null || true
+  done
+  if lc_has mount && lc_has pack; then
+    lc_local_warm "$fx"
+  else
+    for s in find_warm read_warm rss_peak rss_idle; do not_measured $s "$fx" local "lazycache mount" "$(lc_why mount)"; done
+  fi
+}
+
+# lazycache's own warm numbers, from the local archive `pack` wrote, so that only the mount is
+# timed (squashfuse reads a local image too).
+lc_local_warm() {
+  local fx=$1 M=$W/mnt-lc-$fx JOBD
+  mkdir -p "$M"
+  MOUNTS+=("$M")
+  if [ ! -f "$W/$fx.lc.tar.zst" ] || ! "$LC" mount --archive "$W/$fx.lc.tar.zst" "$M" >>"$LOG" 2>&1; then
+    for s in find_warm read_warm rss_peak rss_idle; do
+      not_measured $s "$fx" local "lazycache mount" "mount --archive failed (see commands.log)"
+    done
+    return 0
+  fi
+  JOBD=$M
+  measure find_warm "$fx" local "lazycache mount" "find '$JOBD' > /dev/null" 'find "$JOBD" | wc -l > /dev/null'
+  measure read_warm "$fx" local "lazycache mount" "$READ_ALL" "$READ_ALL"
+  local p
+  p=$(lc_daemon_pid "$M")
+  if [ -n "$p" ]; then
+    value_row rss_peak "$fx" local "lazycache mount" "$(mib $(( $(rss_kib "$p" VmHWM) * 1024 )))" MiB "VmHWM of the mount daemon after the reads"
+    sleep 2
+    value_row rss_idle "$fx" local "lazycache mount" "$(mib $(( $(rss_kib "$p" VmRSS) * 1024 )))" MiB "VmRSS of the mount daemon 2 s later"
+  else
+    for s in rss_peak rss_idle; do not_measured $s "$fx" local "lazycache mount" "mount daemon's PID not found"; done
+  fi
+  lc_unmount "$M"
+}
+
+# ---- scenarios over the store and the emulated link ----
+run_link_scenarios() {
+  local fx=$1 prof=$2 T=${TREE[$1]}
+  # The job's directory: a copy of the fixture at a fixed path, as a CI cache path would be.
+  JOBP=$W/job-$fx JOBD=$W/job-$fx/$(basename "$T")
+  if [ ! -d "$JOBD" ]; then mkdir -p "$JOBP" && cp -a "$T" "$JOBP/"; fi
+  local N ARCH=$W/$fx.job.tar.zst OBJ="peer/$fx.tar.zst"
+  N=$(basename "$JOBD")
+  tar -cf - -C "$JOBP" "$N" | zstd -q -T0 -3 -o "$ARCH"
+  local abytes
+  abytes=$(stat -c %s "$ARCH")
+  say "fixture $fx over link $prof: archive $abytes bytes"
+
+  # save: pack + upload. actions/cache packs to a temp file, then uploads it.
+  say "save ($fx, $prof)"
+  measure save "$fx" "$prof" "tar | zstd -T0 -3, curl PUT" 'next_seq; rm -f "$W/up.tar.zst"' \
+    'tar -cf - -C "$JOBP" "$N" | zstd -q -T0 -3 -o "$W/up.tar.zst" && $CURL -T "$W/up.tar.zst" "$E/$BUCKET/peer/$fx-$prof-$SEQ.tar.zst"'
+  $CURL -T "$ARCH" "$E/$BUCKET/$OBJ"
+  lc_store
+  local KEY=$fx-$prof
+  if lc_has save; then
+    measure save "$fx" "$prof" "lazycache save" 'next_seq' \
+      '"$LC" save "${LC_STORE_OPTS[@]}" --key "$fx-$prof-$SEQ" "$JOBD"'
+    "$LC" save "${LC_STORE_OPTS[@]}" --key "$KEY" "$JOBD" >>"$LOG" 2>&1 || true
+  else
+    not_measured save "$fx" "$prof" "lazycache save" "$(lc_why save)"
+  fi
+
+  # full restore: every byte downloaded and every file created before the job can start.
+  say "full restore ($fx, $prof)"
+  local PREP_EMPTY='rm -rf "$JOBD" "$W/dl.tar.zst"; drop_caches'
+  measure restore "$fx" "$prof" "curl GET, then zstd -d | tar -x" "$PREP_EMPTY" \
+    '$CURL -o "$W/dl.tar.zst" "$E/$BUCKET/$OBJ" && zstd -dc "$W/dl.tar.zst" | tar -xf - -C "$JOBP"'
+  measure restore "$fx" "$prof" "curl | zstd -d | tar -x" "$PREP_EMPTY" \
+    '$CURL "$E/$BUCKET/$OBJ" | zstd -dc | tar -xf - -C "$JOBP"'
+  measure restore "$fx" "$prof" "rclone 8 streams, then extract" "$PREP_EMPTY" \
+    'rclone copyto "s3:$BUCKET/$OBJ" "$W/dl.tar.zst" $RCLONE_FLAGS && zstd -dc "$W/dl.tar.zst" | tar -xf - -C "$JOBP"'
+  if lc_has restore && lc_has_opt restore --extract; then
+    measure restore "$fx" "$prof" "lazycache restore --extract" "$PREP_EMPTY" \
+      '"$LC" restore "${LC_STORE_OPTS[@]}" --key "$KEY" --extract "$JOBD"'
+  else
+    not_measured restore "$fx" "$prof" "lazycache restore --extract" "$(lc_why restore) (or no --extract)"
+  fi
+
+  # mount ready: from the command to a mount that serves requests. Peers: the full restore
+  # above (the time before a job can start without a mount) and a bare download of the archive.
+  say "mount ready ($fx, $prof)"
+  measure download "$fx" "$prof" "curl GET (archive only)" 'rm -f "$W/dl.tar.zst"; drop_caches' \
+    '$CURL -o "$W/dl.tar.zst" "$E/$BUCKET/$OBJ"' "note_add archive_bytes $abytes"
+  local PREP_MOUNT='lc_unmount "$JOBD"; rm -rf "$JOBD"; mkdir -p "$JOBD"; lc_clear_cache; drop_caches'
+  if lc_has mount; then
+    MOUNTS+=("$JOBD")
+    measure mount_ready "$fx" "$prof" "lazycache mount" "$PREP_MOUNT"'; B0=$(fetched_bytes)' \
+      '"$LC" mount "${LC_STORE_OPTS[@]}" --key "$KEY" "$JOBD"' \
+      'note_add fetched_bytes $(( $(fetched_bytes) - B0 )); note_add archive_bytes '"$abytes"'; lc_unmount "$JOBD"'
+  else
+    not_measured mount_ready "$fx" "$prof" "lazycache mount" "$(lc_why mount)"
+  fi
+
+  # partial job (node): the job reads about 14 % of the files.
+  if [ "$fx" = node ]; then
+    say "partial job ($fx, $prof)"
+    local job_bytes
+    job_bytes=$(cd "$T" && xargs -a "$JOB_LIST" -d '\n' stat -c %s | awk '{ s += $1 } END { print s }')
+    measure job "$fx" "$prof" "actions/cache: curl, extract, job" "$PREP_EMPTY" \
+      '$CURL -o "$W/dl.tar.zst" "$E/$BUCKET/$OBJ" && zstd -dc "$W/dl.tar.zst" | tar -xf - -C "$JOBP" && '"$JOB_CMD"
+    # The floor: the job on the tree the row above just extracted (as a CI step after a restore).
+    measure job "$fx" "$prof" "job alone on a local tree" ':' "$JOB_CMD"
+    if lc_has restore && lc_has_opt restore --extract; then
+      measure job "$fx" "$prof" "lazycache restore --extract, job" "$PREP_EMPTY" \
+        '"$LC" restore "${LC_STORE_OPTS[@]}" --key "$KEY" --extract "$JOBD" && '"$JOB_CMD"
+    else
+      not_measured job "$fx" "$prof" "lazycache restore --extract, job" "$(lc_why restore) (or no --extract)"
+    fi
+    if lc_has mount; then
+      measure job "$fx" "$prof" "lazycache mount, job, unmount" "$PREP_MOUNT"'; B0=$(fetched_bytes)' \
+        '"$LC" mount "${LC_STORE_OPTS[@]}" --key "$KEY" "$JOBD" && '"$JOB_CMD"' && lc_unmount "$JOBD"' \
+        'note_add fetched_bytes $(( $(fetched_bytes) - B0 )); note_add job_file_bytes '"$job_bytes"'; note_add archive_bytes '"$abytes"'; note_lc_figures'
+    else
+      not_measured job "$fx" "$prof" "lazycache mount, job, unmount" "$(lc_why mount)"
+    fi
+    value_row bytes "$fx" "$prof" "job: bytes in the listed files" "$(mib "$job_bytes")" MiB "xargs -a job-files.txt stat -c %s"
+    value_row bytes "$fx" "$prof" "actions/cache: bytes fetched" "$(mib "$abytes")" MiB "the whole archive"
+  fi
+
+  # cold full read: every file read once, right after the restore or mount.
+  say "cold full read ($fx, $prof)"
+  measure read_cold "$fx" "$prof" "actions/cache: curl, extract, read all" "$PREP_EMPTY" \
+    '$CURL -o "$W/dl.tar.zst" "$E/$BUCKET/$OBJ" && zstd -dc "$W/dl.tar.zst" | tar -xf - -C "$JOBP" && '"$READ_ALL"
+  if lc_has mount; then
+    local PID_NOTE='p=$(lc_daemon_pid "$JOBD"); [ -n "$p" ] && note_add rss_peak_kib $(rss_kib $p VmHWM); '
+    measure read_cold "$fx" "$prof" "lazycache mount, read all" "$PREP_MOUNT"'; B0=$(fetched_bytes)' \
+      '"$LC" mount "${LC_STORE_OPTS[@]}" --key "$KEY" "$JOBD" && '"$READ_ALL" \
+      'note_add fetched_bytes $(( $(fetched_bytes) - B0 )); note_add archive_bytes '"$abytes"'; '"$PID_NOTE"'sleep 2; [ -n "$p" ] && note_add rss_idle_kib $(rss_kib $p VmRSS); lc_unmount "$JOBD"; note_lc_figures'
+  else
+    not_measured read_cold "$fx" "$prof" "lazycache mount, read all" "$(lc_why mount)"
+  fi
+  lc_unmount "$JOBD"
+  rm -rf "$JOBD"
+}
