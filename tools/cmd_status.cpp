@@ -16,13 +16,15 @@ int run_status(ArgParser& args) {
   std::vector<std::pair<std::string, std::optional<DaemonState>>> rows;
   if (args.positionals().empty()) {
     for (auto& d : list_daemons()) {
-      for (const auto& m : d.mountpoints) rows.emplace_back(m, d);
+      DaemonState fresh = refresh(d);
+      for (const auto& m : fresh.mountpoints) rows.emplace_back(m, fresh);
     }
     if (rows.empty() && !json) std::cout << "no lazycache mounts\n";
   } else {
     for (const auto& p : args.positionals()) {
       std::string path = absolute_path(p);
-      rows.emplace_back(path, find_daemon(path));
+      auto d = find_daemon(path);
+      rows.emplace_back(path, d ? std::optional<DaemonState>(refresh(*d)) : std::nullopt);
     }
   }
   int rc = kExitOk;

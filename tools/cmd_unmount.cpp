@@ -85,7 +85,7 @@ int run_unmount(ArgParser& args) {
     bool others = false;
     for (const auto& m : daemon->mountpoints) others = others || (m != path && is_lazycache_mount(m));
     if (others) {  // the daemon still serves other paths: its figures so far
-      print_figures(path, daemon->stats, json);
+      print_figures(path, refresh(*daemon).stats, json);
       continue;
     }
     auto final_state = args.has("lazy") ? std::optional<DaemonState>() : wait_for_daemon(*daemon);
@@ -93,7 +93,7 @@ int run_unmount(ArgParser& args) {
       print_figures(path, final_state->stats, json);
       ::unlink(final_state->state_path.c_str());
     } else {
-      print_figures(path, daemon->stats, json);
+      print_figures(path, refresh(*daemon).stats, json);
       if (!args.has("lazy")) std::cerr << "lazycache unmount: daemon " << daemon->pid << " has not exited yet; figures may be partial\n";
     }
   }

@@ -22,6 +22,7 @@ sigset_t stop_signals() {
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGTERM);
   sigaddset(&set, SIGHUP);
+  sigaddset(&set, SIGUSR1);  // "write your figures now" (status, unmount)
   return set;
 }
 
@@ -126,6 +127,7 @@ int serve(fs::Filesystem& filesystem, std::vector<std::unique_ptr<fs::FuseMount>
   const std::string base = run_dir() + "/mount-" + std::to_string(state.pid);
   ignore_error(fs::make_dirs(run_dir()), "the state write below reports it");
   auto write_state = [&] {
+    ++state.seq;
     state.stats = filesystem.stats();
     Status s = fs::replace_file(base + ".state", state.to_text());
     if (!s.ok()) std::cerr << "lazycache: cannot write mount state: " << s.to_string() << "\n";
@@ -141,7 +143,7 @@ int serve(fs::Filesystem& filesystem, std::vector<std::unique_ptr<fs::FuseMount>
     timespec wait{0, 500 * 1000 * 1000};
     siginfo_t si;
     int sig = ::sigtimedwait(&set, &si, &wait);
-    if (sig > 0 && !stopping) {
+    if (sig > 0 && sig != SIGUSR1 && !stopping) {
       std::cerr << "lazycache: signal " << sig << ": unmounting\n";
       stopping = true;
       for (auto& m : mounts) m->stop();

@@ -26,7 +26,7 @@ namespace lazycache::cli {
 
 class Daemonizer {
  public:
-  // Blocks SIGINT/SIGTERM/SIGHUP (serve() waits for them), ignores SIGPIPE. Then, unless
+  // Blocks SIGINT/SIGTERM/SIGHUP/SIGUSR1 (serve() waits for them), ignores SIGPIPE. Then, unless
   // `foreground`, forks: in the parent this relays the child's output and exits the process
   // with the child's status; it returns only in the child (or at once in foreground).
   static Result<Daemonizer> start(bool foreground);
@@ -64,9 +64,9 @@ struct ServeInfo {
   std::string key;
 };
 
-// Writes the state file, then serves until every mount has ended (unmounted from outside, or a
-// signal, which detaches them all). Rewrites the state file every 500 ms and once more, marked
-// stopped, at the end, with the access order. Returns the process exit code.
+// Writes the state file, then serves until every mount has ended (unmounted from outside, or
+// SIGINT/SIGTERM/SIGHUP, which detach them all). Rewrites the state file every 500 ms, at once on
+// SIGUSR1, and once more, marked stopped, at the end, with the access order. Returns the exit code.
 int serve(fs::Filesystem& filesystem, std::vector<std::unique_ptr<fs::FuseMount>>& mounts, const ServeInfo& info);
 
 }  // namespace lazycache::cli

@@ -5,6 +5,7 @@
 #include <spawn.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -30,7 +31,7 @@ std::string run_dir() {
 
 std::string DaemonState::to_text() const {
   std::ostringstream out;
-  out << "pid=" << pid << "\nstate=" << (stopped ? "stopped" : "running") << "\narchive=" << archive << "\nkey=" << key << "\n";
+  out << "pid=" << pid << "\nseq=" << seq << "\nstate=" << (stopped ? "stopped" : "running") << "\narchive=" << archive << "\nkey=" << key << "\n";
   for (const auto& m : mountpoints) out << "mountpoint=" << m << "\n";
   out << stats.to_text();
   return out.str();
@@ -45,6 +46,7 @@ Result<DaemonState> DaemonState::parse(const std::string& text) {
     if (eq == std::string::npos) continue;
     std::string k = line.substr(0, eq), v = line.substr(eq + 1);
     if (k == "pid") s.pid = static_cast<pid_t>(std::atol(v.c_str()));
+    else if (k == "seq") s.seq = std::strtoull(v.c_str(), nullptr, 10);
     else if (k == "state") s.stopped = v == "stopped";
     else if (k == "archive") s.archive = v;
     else if (k == "key") s.key = v;
@@ -81,6 +83,25 @@ std::optional<DaemonState> find_daemon(const std::string& mountpoint) {
 }
 
 bool process_alive(pid_t pid) { return pid > 0 && (::kill(pid, 0) == 0 || errno == EPERM); }
+
+DaemonState refresh(const DaemonState& d) {
+  if (d.stopped || !process_alive(d.pid)) return d;
+  // Only signal our own daemon: a recycled pid must not get a SIGUSR1 (which would kill it).
+  auto comm = fs::read_whole_file("/proc/" + std::to_string(d.pid) + "/comm", 256);
+  if (!comm.ok() || comm->rfind("lazycache", 0) != 0 || ::kill(d.pid, SIGUSR1) != 0) return d;
+  for (int i = 0; i < 200; ++i) {
+    auto text = fs::read_whole_file(d.state_path, 16 << 20);
+    if (text.ok()) {
+      auto st = DaemonState::parse(*text);
+      if (st.ok() && st->seq > d.seq) {
+        st->state_path = d.state_path;
+        return std::move(st).value();
+      }
+    }
+    ::usleep(10000);
+  }
+  return d;
+}
 
 namespace {
 
@@ -135,8 +156,10 @@ bool is_lazycache_mount(const std::string& path) {
 }
 
 bool is_stale_mount(const std::string& path) {
-  struct stat st;
-  return ::stat(path.c_str(), &st) != 0 && errno == ENOTCONN;
+  // statfs always reaches the daemon: stat may be answered from the kernel's attribute cache
+  // (we hand out day-long timeouts) even after the daemon is gone.
+  struct statfs st;
+  return ::statfs(path.c_str(), &st) != 0 && errno == ENOTCONN;
 }
 
 Status unmount_path(const std::string& path, bool lazy) {

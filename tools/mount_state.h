@@ -3,7 +3,7 @@
 //
 // Each mount daemon owns one state file, RUN_DIR/mount-<pid>.state, rewritten (temp + rename)
 // every half second and once more when it stops:
-//   pid=<pid>  state=running|stopped  archive=<description>  key=<matched key>
+//   pid=<pid>  seq=<writes>  state=running|stopped  archive=<description>  key=<matched key>
 //   mountpoint=<abs path>            (one line per mount point it serves)
 //   <MountStats key=value lines>     (fs/mount_stats.h)
 // and, when it stops, RUN_DIR/mount-<pid>.access: the archive paths of the files the job opened,
@@ -29,6 +29,7 @@ std::string run_dir();
 
 struct DaemonState {
   pid_t pid = 0;
+  uint64_t seq = 0;  // bumped by every write of the state file
   bool stopped = false;
   std::string archive;
   std::string key;
@@ -45,6 +46,9 @@ std::vector<DaemonState> list_daemons();
 // The daemon state that lists `mountpoint` (absolute), if any.
 std::optional<DaemonState> find_daemon(const std::string& mountpoint);
 bool process_alive(pid_t pid);
+// Asks a running daemon for fresh figures (SIGUSR1) and waits up to 2 s for them; returns the
+// newest state it has (the given one if the daemon is gone or does not answer).
+DaemonState refresh(const DaemonState& d);
 
 // Is `path` a mount point of a lazycache FUSE file system (per /proc/self/mountinfo)?
 bool is_lazycache_mount(const std::string& path);

@@ -1,0 +1,286 @@
+// SPDX-License-Identifier: MIT
+// Real FUSE mounts through the CLI: `lazycache pack`, `mount --archive`, `status`, `unmount`.
+// Every test mounts under its own temp dir and unmounts in teardown (MountGuard), even on failure.
+#include <catch2/catch.hpp>
+
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+
+#include <atomic>
+#include <chrono>
+#include <random>
+#include <set>
+#include <thread>
+
+#include "fs/local_files.h"
+#include "fs_test_util.h"
+#include "mount_test_util.h"
+
+using namespace lazycache::testing;
+
+namespace {
+
+// Packs dir/t into dir/a.tar.zst with small frames so that laziness shows on a small tree.
+std::string pack(const TempDir& dir, const std::string& extra = "--frame-size 64K") {
+  CommandResult r = run("cd " + quote(dir.path()) + " && " + cli() + " pack -q " + extra + " -o a.tar.zst t");
+  INFO(r.out);
+  REQUIRE(r.exit_code == 0);
+  return dir / "a.tar.zst";
+}
+
+std::string mount_archive(const std::string& archive, const std::string& mnt, const std::string& extra = "") {
+  ::mkdir(mnt.c_str(), 0755);
+  CommandResult r = run(cli() + " mount " + extra + " --archive " + quote(archive) + " " + quote(mnt));
+  INFO(r.out);
+  REQUIRE(r.exit_code == 0);
+  return r.out;
+}
+
+// `cmd` run in both trees (cwd = the tree) must print the same.
+void same_output(const std::string& a, const std::string& b, const std::string& cmd) {
+  CommandResult ra = run("cd " + quote(a) + " && " + cmd), rb = run("cd " + quote(b) + " && " + cmd);
+  INFO(cmd);
+  REQUIRE(ra.exit_code == 0);
+  REQUIRE(rb.exit_code == 0);
+  CHECK(ra.out == rb.out);
+  CHECK(!ra.out.empty());
+}
+
+size_t daemon_fd_count(const std::string& mnt) {
+  long long pid = status_number(mnt, "pid");
+  REQUIRE(pid > 0);
+  return lazycache::fs::list_dir("/proc/" + std::to_string(pid) + "/fd").size();
+}
+
+void add_edge_cases(const std::string& t) {
+  write_file(t + "/empty", "");
+  write_file(t + "/name with spaces & ünïcødé", "spaces\n", 0600);
+  write_file(t + "/large.bin", pattern(5 << 20, 77), 0755);
+  std::string deep = t;
+  for (int i = 0; i < 12; ++i) {
+    deep += "/d" + std::to_string(i);
+    ::mkdir(deep.c_str(), 0750);
+  }
+  write_file(deep + "/leaf", "deep\n");
+  REQUIRE(::symlink("node_modules/pkg-1/index.js", (t + "/link-to-file").c_str()) == 0);
+  REQUIRE(::symlink("/nonexistent/dangling", (t + "/dangling").c_str()) == 0);
+  set_mtime(t + "/empty", 1234567890, 987654321);
+}
+
+}  // namespace
+
+TEST_CASE("mounted tree equals the source: content, modes, mtimes, links, listings; find, ls -lR, du, cat", "[fuse]") {
+  if (!fuse_available()) return;
+  MountEnv env;
+  TempDir dir;
+  make_node_like_tree(dir / "t", 80);
+  add_edge_cases(dir / "t");
+  const std::string archive = pack(dir);
+  const std::string mnt = dir / "mnt";
+  MountGuard guard(mnt);
+  mount_archive(archive, mnt);
+
+  CHECK(compare_trees(dir / "t", mnt) == "");
+  same_output(dir / "t", mnt, "find . | LC_ALL=C sort");
+  same_output(dir / "t", mnt, "find . -type f -print0 | LC_ALL=C sort -z | xargs -0 cat | md5sum");
+  // ls -lR: everything but directory lines (the disk's sizes are block sizes, the mount's 0),
+  // with blanks squeezed (those sizes also set the column widths).
+  same_output(dir / "t", mnt, "ls -lR --time-style=full-iso . | grep -v '^total' | awk '$1 !~ /^d/' | tr -s ' '");
+  same_output(dir / "t", mnt, "find . -type l -printf '%p -> %l\\n' | LC_ALL=C sort");
+  same_output(dir / "t", mnt, "find . -printf '%p %n %m %T@\\n' | LC_ALL=C sort");
+  // du: apparent sizes of files and links (hardlinks once) are what the disk has.
+  same_output(dir / "t", mnt, "du -ab . | awk '{print $2}' | LC_ALL=C sort | wc -l");
+  same_output(dir / "t", mnt, "find . -type f -printf '%s %p\\n' | LC_ALL=C sort");
+  CHECK(run("du -sh " + quote(mnt)).exit_code == 0);
+
+  CHECK(status_number(mnt, "mount_range_reads") >= 1);
+  CHECK(status_number(mnt, "mount_range_reads") <= 2);
+  CHECK(status_number(mnt, "read_errors") == 0);
+  CHECK(daemon_fd_count(mnt) < 64);  // nothing held per inode or per file read
+  // Read-only: writes are refused.
+  CHECK(::open((mnt + "/newfile").c_str(), O_CREAT | O_WRONLY, 0644) < 0);
+  CHECK(::open((mnt + "/empty").c_str(), O_WRONLY) < 0);
+}
+
+TEST_CASE("reading a few files fetches a small part; a second mount serves them from the chunk cache", "[fuse]") {
+  if (!fuse_available()) return;
+  MountEnv env;
+  TempDir dir;
+  make_node_like_tree(dir / "t", 200);
+  const std::string archive = pack(dir);
+  const std::string mnt = dir / "mnt";
+  const std::vector<std::string> few = {"/node_modules/pkg-7/index.js", "/node_modules/pkg-120/package.json",
+                                        "/node_modules/pkg-199/lib/util.js"};
+  {
+    MountGuard guard(mnt);
+    mount_archive(archive, mnt, "--prefetch none");
+    for (const auto& f : few) CHECK(read_file(mnt + f) == read_file(dir / "t" + f));
+    const long long fetched = status_number(mnt, "store_bytes");
+    const long long total = status_number(mnt, "archive_bytes");
+    CHECK(fetched > 0);
+    CHECK(fetched * 10 < total);
+    CHECK(status_number(mnt, "frames_from_store") <= 6);
+    CommandResult r = run(cli() + " unmount " + quote(mnt));
+    INFO(r.out);
+    CHECK(r.exit_code == 0);
+    CHECK(r.out.find("fetched") != std::string::npos);
+    CHECK(r.out.find("3 files opened") != std::string::npos);
+    CHECK_FALSE(is_lazycache_mount_path(mnt));
+  }
+  MountGuard guard(mnt);
+  mount_archive(archive, mnt, "--prefetch none");
+  for (const auto& f : few) CHECK(read_file(mnt + f) == read_file(dir / "t" + f));
+  CHECK(status_number(mnt, "store_range_reads") == 0);
+  CHECK(status_number(mnt, "store_bytes") == 0);
+  CHECK(status_number(mnt, "frames_from_chunk_cache") >= 1);
+  CommandResult r = run(cli() + " unmount --json " + quote(mnt));
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find("\"store_range_reads\":0") != std::string::npos);
+}
+
+TEST_CASE("mount cost is at most two range reads whatever the archive size", "[fuse]") {
+  if (!fuse_available()) return;
+  MountEnv env;
+  for (int packages : {5, 800}) {
+    TempDir dir;
+    make_node_like_tree(dir / "t", packages);
+    const std::string archive = pack(dir, "--frame-size 4K");  // many frames: a large seek table
+    const std::string mnt = dir / "mnt";
+    MountGuard guard(mnt);
+    mount_archive(archive, mnt);
+    INFO(packages << " packages");
+    CHECK(status_number(mnt, "mount_range_reads") >= 1);
+    CHECK(status_number(mnt, "mount_range_reads") <= 2);
+    CHECK(status_number(mnt, "store_range_reads") == 0);  // metadata needs no data frames
+    CHECK(run("find " + quote(mnt) + " -type f | wc -l").exit_code == 0);
+    CHECK(status_number(mnt, "store_range_reads") == 0);
+  }
+}
+
+TEST_CASE("16 threads reading random files through the mount get the right bytes", "[fuse][concurrency]") {
+  if (!fuse_available()) return;
+  MountEnv env;
+  TempDir dir;
+  make_node_like_tree(dir / "t", 100);
+  const std::string archive = pack(dir);
+  const std::string mnt = dir / "mnt";
+  MountGuard guard(mnt);
+  mount_archive(archive, mnt, "--memory-budget 2M");
+  std::vector<std::string> files;
+  CommandResult list = run("cd " + quote(dir / "t") + " && find . -type f");
+  std::istringstream in(list.out);
+  for (std::string line; std::getline(in, line);) files.push_back(line.substr(1));
+  REQUIRE(files.size() > 100);
+  std::atomic<int> bad{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 16; ++t) {
+    threads.emplace_back([&, t] {
+      std::mt19937 rng(static_cast<unsigned>(t));
+      for (int i = 0; i < 40; ++i) {
+        const std::string& f = files[rng() % files.size()];
+        if (read_file(mnt + f) != read_file(dir / "t" + f)) ++bad;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  CHECK(bad == 0);
+  CHECK(status_number(mnt, "read_errors") == 0);
+}
+
+TEST_CASE("unmount while a file is open fails cleanly; --lazy detaches and the daemon exits after close", "[fuse]") {
+  if (!fuse_available()) return;
+  MountEnv env;
+  TempDir dir;
+  make_node_like_tree(dir / "t", 10);
+  const std::string archive = pack(dir);
+  const std::string mnt = dir / "mnt";
+  MountGuard guard(mnt);
+  mount_archive(archive, mnt);
+  const long long pid = status_number(mnt, "pid");
+  int fd = ::open((mnt + "/node_modules/pkg-1/index.js").c_str(), O_RDONLY);
+  REQUIRE(fd >= 0);
+  CommandResult busy = run(cli() + " unmount " + quote(mnt));
+  CHECK(busy.exit_code == 1);
+  CHECK(busy.out.find("busy") != std::string::npos);
+  CHECK(is_lazycache_mount_path(mnt));  // still mounted and serving
+  char buf[16];
+  CHECK(::pread(fd, buf, sizeof buf, 0) == sizeof buf);
+
+  CommandResult lazy = run(cli() + " unmount --lazy " + quote(mnt));
+  INFO(lazy.out);
+  CHECK(lazy.exit_code == 0);
+  CHECK_FALSE(is_lazycache_mount_path(mnt));
+  CHECK(::pread(fd, buf, sizeof buf, 0) == sizeof buf);  // the open file still reads
+  CHECK(::kill(static_cast<pid_t>(pid), 0) == 0);
+  ::close(fd);
+  bool exited = false;
+  for (int i = 0; i < 200 && !exited; ++i) {
+    exited = ::kill(static_cast<pid_t>(pid), 0) != 0;
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+  CHECK(exited);
+}
+
+TEST_CASE("a mount whose daemon was killed is detected and cleaned by the next mount or unmount", "[fuse]") {
+  if (!fuse_available()) return;
+  MountEnv env;
+  TempDir dir;
+  make_node_like_tree(dir / "t", 10);
+  const std::string archive = pack(dir);
+  const std::string mnt = dir / "mnt";
+  MountGuard guard(mnt);
+  for (const char* cleaner : {"mount", "unmount"}) {
+    INFO(cleaner);
+    mount_archive(archive, mnt);
+    const long long pid = status_number(mnt, "pid");
+    REQUIRE(pid > 0);
+    REQUIRE(::kill(static_cast<pid_t>(pid), SIGKILL) == 0);
+    for (int i = 0; i < 200 && ::kill(static_cast<pid_t>(pid), 0) == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    struct statfs sfs;
+    CHECK(::statfs(mnt.c_str(), &sfs) != 0);  // ENOTCONN: the stale mount
+    CHECK(errno == ENOTCONN);
+    CommandResult status = run(cli() + " status " + quote(mnt));
+    CHECK(status.exit_code == 1);
+    CHECK(status.out.find("stale") != std::string::npos);
+    if (std::string(cleaner) == "mount") {
+      std::string out = mount_archive(archive, mnt);
+      CHECK(out.find("stale") != std::string::npos);
+      CHECK(read_file(mnt + "/node_modules/pkg-3/package.json") == read_file(dir / "t/node_modules/pkg-3/package.json"));
+      CHECK(run(cli() + " unmount " + quote(mnt)).exit_code == 0);
+    } else {
+      CommandResult r = run(cli() + " unmount " + quote(mnt));
+      CHECK(r.exit_code == 0);
+      CHECK(r.out.find("stale") != std::string::npos);
+    }
+    struct stat st;
+    CHECK(::stat(mnt.c_str(), &st) == 0);
+    CHECK_FALSE(is_lazycache_mount_path(mnt));
+  }
+}
+
+TEST_CASE("several saved paths of one archive mount at once; --all unmounts them", "[fuse]") {
+  if (!fuse_available()) return;
+  MountEnv env;
+  TempDir dir;
+  make_node_like_tree(dir / "a", 10, 1);
+  make_node_like_tree(dir / "b", 10, 2);
+  CommandResult p = run(cli() + " pack -q --frame-size 64K -o " + quote(dir / "x.tar.zst") + " " + quote(dir / "a") + " " + quote(dir / "b"));
+  REQUIRE(p.exit_code == 0);
+  // Mounted where they were saved (no PATH: every root goes back to its original path).
+  const std::string a = dir / "a", b = dir / "b";
+  ::rename(a.c_str(), (dir / "a.src").c_str());
+  ::rename(b.c_str(), (dir / "b.src").c_str());
+  MountGuard ga(a), gb(b);
+  CommandResult m = run(cli() + " mount --archive " + quote(dir / "x.tar.zst"));
+  INFO(m.out);
+  REQUIRE(m.exit_code == 0);
+  CHECK(compare_trees(dir / "a.src", a) == "");
+  CHECK(compare_trees(dir / "b.src", b) == "");
+  CHECK(status_number(a, "pid") == status_number(b, "pid"));  // one daemon serves both
+  CommandResult u = run(cli() + " unmount --all");
+  INFO(u.out);
+  CHECK(u.exit_code == 0);
+  CHECK_FALSE(is_lazycache_mount_path(a));
+  CHECK_FALSE(is_lazycache_mount_path(b));
+}

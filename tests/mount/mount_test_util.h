@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: MIT
+// File: tests/mount/mount_test_util.h -- running the lazycache CLI from FUSE tests: a per-test
+// environment (run dir, chunk cache), command runner, and MountGuard, which always unmounts.
+#pragma once
+
+#include <catch2/catch.hpp>
+
+#include <fcntl.h>
+#include <sys/mount.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "format/tree_util.h"
+
+namespace lazycache::testing {
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string out;  // stdout and stderr, interleaved
+};
+
+inline CommandResult run(const std::string& command) {
+  CommandResult r;
+  FILE* p = ::popen((command + " 2>&1").c_str(), "r");
+  if (p == nullptr) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  int status = ::pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+inline std::string cli() { return LC_CLI_PATH; }
+
+inline std::string quote(const std::string& s) { return "'" + s + "'"; }
+
+// FUSE tests need /dev/fuse and the right to mount; without them they are skipped, loudly.
+inline bool fuse_available() {
+  int fd = ::open("/dev/fuse", O_RDWR | O_CLOEXEC);
+  if (fd < 0) {
+    WARN("SKIPPED: /dev/fuse cannot be opened; FUSE mount tests need it");
+    return false;
+  }
+  ::close(fd);
+  return true;
+}
+
+// Isolates a test: its own run dir (mount state) and chunk cache, through the environment the
+// CLI reads. Tests in one binary run one after another, so setenv is safe here.
+struct MountEnv {
+  TempDir dir;
+  std::string run_dir = dir / "run";
+  std::string cache_dir = dir / "cache";
+  MountEnv() {
+    ::setenv("LAZYCACHE_RUN_DIR", run_dir.c_str(), 1);
+    ::setenv("LAZYCACHE_CACHE_DIR", cache_dir.c_str(), 1);
+  }
+};
+
+// Unmounts in its destructor whatever happened: lazily through the CLI, then by hand.
+class MountGuard {
+ public:
+  explicit MountGuard(std::string path) : path_(std::move(path)) {}
+  ~MountGuard() {
+    run(cli() + " unmount --lazy " + quote(path_));
+    ::umount2(path_.c_str(), MNT_DETACH);
+  }
+  MountGuard(const MountGuard&) = delete;
+  MountGuard& operator=(const MountGuard&) = delete;
+
+ private:
+  std::string path_;
+};
+
+// Is `path` a lazycache FUSE mount point right now (per /proc/self/mountinfo)?
+inline bool is_lazycache_mount_path(const std::string& path) {
+  CommandResult r = run("awk '$5 == \"" + path + "\" { for (i = 7; i <= NF; i++) if ($i == \"-\") print $(i+1) }' /proc/self/mountinfo");
+  return r.out.find("fuse.lazycache") != std::string::npos;
+}
+
+// A number from `lazycache status --json PATH` ("key":N); -1 when absent.
+inline long long status_number(const std::string& path, const std::string& key) {
+  CommandResult r = run(cli() + " status --json " + quote(path));
+  auto pos = r.out.find("\"" + key + "\":");
+  if (pos == std::string::npos) return -1;
+  return std::atoll(r.out.c_str() + pos + key.size() + 3);
+}
+
+}  // namespace lazycache::testing
