@@ -7,6 +7,8 @@
 JOBS ?= $(shell nproc)
 BUILD ?= build
 TEST_BUILD ?= build-asan
+# Extra CMake arguments, e.g. CMAKE_ARGS='-DLC_SWIFT_PORT=28480 -DLC_S3RVER_PORT=28490'.
+CMAKE_ARGS ?=
 
 .PHONY: all deps build test demo fuzz deb bench clean
 
@@ -16,12 +18,12 @@ deps:
 	@.ci/install-deps.sh
 
 build: deps
-	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLC_WERROR=ON -DLC_BUILD_TESTS=OFF >/dev/null
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLC_WERROR=ON -DLC_BUILD_TESTS=OFF $(CMAKE_ARGS) >/dev/null
 	cmake --build $(BUILD) -j $(JOBS)
 
 test: deps
 	cmake -S . -B $(TEST_BUILD) -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS="-O1" \
-	  -DLC_SANITIZE=address,undefined -DLC_WERROR=ON >/dev/null
+	  -DLC_SANITIZE=address,undefined -DLC_WERROR=ON $(CMAKE_ARGS) >/dev/null
 	cmake --build $(TEST_BUILD) -j $(JOBS)
 	cd $(TEST_BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 600
 
