@@ -29,6 +29,7 @@ class HttpObjectStore final : public ObjectStore {
   Result<ListPage> list(std::string_view prefix, std::string_view continuation) override;
   Status remove(std::string_view key) override;
   std::string describe() const override { return base_; }
+  TransferStats transfer_stats() const override { return TransferStats{http_.requests(), http_.max_in_flight(), 0}; }
   const HttpClient& http() const { return http_; }
 
  private:

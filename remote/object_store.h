@@ -66,6 +66,13 @@ struct PutOptions {
   uint64_t size_hint_bytes = 0;  // 0 = unknown (streaming)
 };
 
+// Request figures of a store since it was created (for status lines, `save` output, tests).
+struct TransferStats {
+  uint64_t requests = 0;   // HTTP requests sent (0 for stores without HTTP)
+  int max_in_flight = 0;   // most requests in flight at the same moment
+  uint64_t retries = 0;    // retried calls (RetryingObjectStore, multipart parts)
+};
+
 class ObjectStore {
  public:
   virtual ~ObjectStore() = default;
@@ -90,6 +97,7 @@ class ObjectStore {
   virtual Status remove(std::string_view key) = 0;
   // "s3://bucket/prefix", "file:///dir": for messages, without credentials.
   virtual std::string describe() const = 0;
+  virtual TransferStats transfer_stats() const { return {}; }
 };
 
 // Forwards every call to an inner store; decorators override what they change.
@@ -111,6 +119,7 @@ class ObjectStoreWrapper : public ObjectStore {
   }
   Status remove(std::string_view key) override { return inner_->remove(key); }
   std::string describe() const override { return inner_->describe(); }
+  TransferStats transfer_stats() const override { return inner_->transfer_stats(); }
 
  protected:
   std::shared_ptr<ObjectStore> inner_;

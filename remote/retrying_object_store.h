@@ -54,6 +54,11 @@ class RetryingObjectStore final : public ObjectStoreWrapper {
   Result<TailRead> get_tail(std::string_view key, uint64_t length, std::span<std::byte> out) override;
   Result<ListPage> list(std::string_view prefix, std::string_view continuation) override;
   Status remove(std::string_view key) override;
+  TransferStats transfer_stats() const override {
+    TransferStats s = inner_->transfer_stats();
+    s.retries += policy_.retries();
+    return s;
+  }
   const RetryPolicy& policy() const { return policy_; }
   const std::shared_ptr<ObjectStore>& inner() const { return inner_; }
 

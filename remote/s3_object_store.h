@@ -65,6 +65,9 @@ class S3ObjectStore final : public ObjectStore {
   Result<ListPage> list(std::string_view prefix, std::string_view continuation) override;
   Status remove(std::string_view key) override;
   std::string describe() const override;
+  TransferStats transfer_stats() const override {
+    return TransferStats{http_.requests(), http_.max_in_flight(), part_retry_.retries()};
+  }
 
   // Multipart uploads in progress under prefix (ListMultipartUploads): tests check that failed
   // saves leave none behind. Errors: kUnsupported where the server lacks it (s3rver).

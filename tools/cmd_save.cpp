@@ -84,6 +84,8 @@ int run_save(ArgParser& args) {
             << mib(stats->file_bytes) << " -> " << mib(stats->archive_bytes) << " in " << stats->frames << " frames, "
             << static_cast<int>(seconds * 1000) << " ms";
   if (seconds > 0) std::cout << " (" << mib(static_cast<uint64_t>(static_cast<double>(stats->archive_bytes) / seconds)) << "/s)";
+  if (auto t = (*store)->transfer_stats(); t.requests > 0)
+    std::cout << "; " << t.requests << " requests, up to " << t.max_in_flight << " at once, " << t.retries << " retries";
   std::cout << "\n";
   return kExitOk;
 }
