@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# ThreadSanitizer run of the concurrent code: builds build-tsan (LC_SANITIZE=thread) and runs
+# every CTest labelled "concurrency" (fetchers, caches, stores, the fault-injection doubles).
+# TSan and ASan cannot share a build, hence the separate directory. Env: TSAN_JOBS (default 2).
+# Only the test binaries carrying the label are built, so the cost follows the label's users.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+B=${TSAN_BUILD:-build-tsan}
+cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS="-O1" -DLC_SANITIZE=thread -DLC_WERROR=ON >/dev/null
+# The executables behind the tests labelled "concurrency" (ctest knows them once configured).
+targets=$(cd "$B" && ctest -N -L concurrency -V 2>/dev/null | sed -n 's/^[0-9]*: Test command: \(.*\)$/\1/p' |
+          awk '{print $1}' | xargs -r -n1 basename | sort -u)
+if [ -z "$targets" ]; then
+  echo "tsan: no tests labelled concurrency" >&2
+  exit 1
+fi
+# shellcheck disable=SC2086
+cmake --build "$B" -j "${TSAN_JOBS:-2}" --target $targets
+cd "$B"
+TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" ctest --output-on-failure -L concurrency -j "${TSAN_JOBS:-2}"

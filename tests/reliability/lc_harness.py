@@ -1,0 +1,170 @@
+# SPDX-License-Identifier: MIT
+"""Shared helpers for the reliability integration tests (Python stdlib only).
+
+A Harness owns one temporary directory: a seeded source tree, a local store the CLI saves into,
+the fault proxy serving that store over HTTP, mount points and chunk caches. Everything it starts
+it stops by PID, and every mount it makes is unmounted in close(), even after a failure.
+"""
+import concurrent.futures
+import errno
+import glob
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PROXY = os.path.join(HERE, "..", "tools", "fault_proxy.py")
+
+
+def fuse_usable():
+    try:
+        fd = os.open("/dev/fuse", os.O_RDWR)
+        os.close(fd)
+        return shutil.which("fusermount3") is not None
+    except OSError:
+        return False
+
+
+class Harness:
+    def __init__(self, cli, name, files=16, file_bytes=300000, seed=7):
+        self.cli = os.path.abspath(cli)
+        self.tmp = tempfile.mkdtemp(prefix="lc-%s-" % name)
+        self.run_dir = os.path.join(self.tmp, "run")
+        os.makedirs(self.run_dir)
+        self.env = dict(os.environ, LAZYCACHE_RUN_DIR=self.run_dir)
+        self.src = os.path.join(self.tmp, "src")
+        self.store = os.path.join(self.tmp, "store")
+        self.files = {}
+        rng = random.Random(seed)
+        for i in range(files):
+            rel = ("sub/" if i % 2 else "") + "f%02d.bin" % i
+            data = rng.randbytes(file_bytes + i * 977)
+            os.makedirs(os.path.dirname(os.path.join(self.src, rel)), exist_ok=True)
+            with open(os.path.join(self.src, rel), "wb") as f:
+                f.write(data)
+            self.files[rel] = data
+        self.mounts = []
+        self.procs = []
+        self.proxy_port = None
+
+    # ---- processes ----
+    def lc(self, *args, timeout=120, check=False):
+        p = subprocess.run([self.cli] + list(args), env=self.env, capture_output=True, text=True, timeout=timeout)
+        if check and p.returncode != 0:
+            raise AssertionError("lazycache %s failed (%d): %s" % (" ".join(args), p.returncode, p.stderr))
+        return p
+
+    def save(self, key="faults", frame_size="64K"):
+        self.lc("save", "--store", self.store, "--key", key, "--frame-size", frame_size, self.src, check=True)
+
+    def start_proxy(self, seed=11):
+        port_file = os.path.join(self.tmp, "proxy.port")
+        p = subprocess.Popen([sys.executable, PROXY, "--origin-dir", self.store, "--seed", str(seed),
+                              "--port-file", port_file], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        self.procs.append(p)
+        deadline = time.time() + 10
+        while not os.path.exists(port_file):
+            if p.poll() is not None or time.time() > deadline:
+                raise AssertionError("fault proxy did not start: %s" % p.stderr.read().decode())
+            time.sleep(0.02)
+        with open(port_file) as f:
+            self.proxy_port = int(f.read())
+        return "http://127.0.0.1:%d" % self.proxy_port
+
+    def proxy(self, method, path, body=None):
+        req = urllib.request.Request("http://127.0.0.1:%d/__proxy/%s" % (self.proxy_port, path), data=body, method=method)
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return r.read()
+
+    def proxy_count(self):
+        return json.loads(self.proxy("GET", "log"))["count"]
+
+    def plan(self, rules):
+        self.proxy("PUT", "plan", json.dumps(rules).encode())
+
+    # ---- mounts ----
+    def mount(self, store, mnt, cache, extra=(), key="faults"):
+        os.makedirs(mnt, exist_ok=True)
+        self.mounts.append(mnt)
+        return self.lc("mount", "--store", store, "--key", key, "--cache-dir", cache, *extra, mnt, timeout=60)
+
+    def daemon_pid(self, mnt):
+        for path in glob.glob(os.path.join(self.run_dir, "mount-*.state")):
+            with open(path) as f:
+                text = f.read()
+            if ("mountpoint=%s\n" % mnt) in text or text.endswith("mountpoint=%s" % mnt):
+                for tok in text.split():
+                    if tok.startswith("pid="):
+                        return int(tok[4:])
+        return None
+
+    def unmount(self, mnt):
+        p = self.lc("unmount", mnt, timeout=60)
+        if p.returncode != 0 and os.path.ismount(mnt):
+            subprocess.run(["fusermount3", "-u", "-z", mnt], capture_output=True)
+        return p
+
+    def close(self):
+        for mnt in self.mounts:
+            if os.path.ismount(mnt) or is_stale(mnt):
+                p = self.lc("unmount", mnt, timeout=60)
+                if os.path.ismount(mnt) or is_stale(mnt):
+                    subprocess.run(["fusermount3", "-u", "-z", mnt], capture_output=True)
+        for p in self.procs:
+            if p.poll() is None:
+                p.terminate()
+                try:
+                    p.wait(5)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()
+        if not os.environ.get("LC_KEEP_TEST_DIRS"):
+            shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def is_stale(path):
+    try:
+        os.statvfs(path)
+        return False
+    except OSError as e:
+        return e.errno == errno.ENOTCONN
+
+
+def read_file(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+class TimedReader:
+    """Reads files on worker threads with a deadline; a read stuck past it counts as a hang."""
+
+    def __init__(self, workers=4):
+        self.pool = concurrent.futures.ThreadPoolExecutor(max_workers=workers)
+
+    def read(self, path, deadline_s):
+        t0 = time.time()
+        fut = self.pool.submit(read_file, path)
+        try:
+            data = fut.result(timeout=deadline_s)
+            return "ok", data, time.time() - t0
+        except concurrent.futures.TimeoutError:
+            return "hang", None, time.time() - t0
+        except OSError as e:
+            return errno.errorcode.get(e.errno, str(e.errno)), None, time.time() - t0
+
+    def close(self):
+        self.pool.shutdown(wait=False, cancel_futures=True)
+
+
+def kill9(pid):
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
