@@ -13,7 +13,6 @@
 #include "fs/fuse_adapter.h"
 #include "fs/local_files.h"
 #include "tools/command.h"
-#include "tools/progress.h"
 #include "tools/mount_daemon.h"
 #include "tools/mount_state.h"
 #include "tools/store_options.h"
@@ -211,15 +210,15 @@ int run_mount(ArgParser& args) {
     std::cout << "mounted " << filesystem.index().path(m->config().root) << " of " << info.archive << " at "
               << m->mountpoint() << "\n";
   }
-  std::cout << "  " << totals.file_count << " files, " << human_bytes(totals.file_bytes) << " in "
-            << human_bytes(source->size()) << "; ready after " << mount_reads << " range reads"
+  std::cout << "  " << totals.file_count << " files, " << size_text(totals.file_bytes) << " in "
+            << size_text(source->size()) << "; ready after " << mount_reads << " range reads"
             << (daemon->foreground() ? "" : "; daemon pid " + std::to_string(getpid())) << "\n";
   daemon->ready(kExitOk);
   return serve(filesystem, mounts, info);
 }
 
 const CommandRegistration reg{"mount", "mount a cache entry's saved paths (lazily fetched through FUSE)",
-                              "lazycache mount [--store URL] --key K [--restore-keys P]... [PATH...]\n"
+                              "[--store URL] --key K [--restore-keys P]... [PATH...]\n"
                               "       lazycache mount --archive FILE [PATH...]",
                               run_mount};
 

@@ -101,7 +101,7 @@ int run_unmount(ArgParser& args) {
 }
 
 const CommandRegistration reg{"unmount", "unmount lazycache mounts and print what the job fetched",
-                              "lazycache unmount [--lazy] [--json] PATH...|--all", run_unmount};
+                              "[--lazy] [--json] PATH...|--all", run_unmount};
 
 }  // namespace
 }  // namespace lazycache::cli

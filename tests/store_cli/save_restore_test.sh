@@ -8,7 +8,9 @@
 #  - restore-keys: exact key > newest entry of the first matching prefix > later prefixes;
 #  - outputs (cache-hit, cache-primary-key, cache-matched-key) go to $GITHUB_OUTPUT;
 #  - a miss exits 0, or 3 with --fail-on-cache-miss;
-#  - the archive decodes with stock tools: zstd -d | tar -x gives the same tree.
+#  - the archive decodes with stock tools: zstd -d | tar -x gives the same tree;
+#  - S3: rclone downloads the entry (then zstd -d | tar -x), and an entry uploaded with curl
+#    restores with lazycache.
 set -euo pipefail
 LC=$1; KIND=$2; ENVF=${3:-}
 W=$(mktemp -d /tmp/lc-store-cli.XXXXXX)
@@ -87,5 +89,31 @@ if [ "$KIND" = local ]; then
   mkdir -p "$W/stock"
   zstd -dc "$W/store/deps-$RUN-a.tar.zst" | tar -x -C "$W/stock"
   [ "$(snapshot "$W/stock/${W#/}/work/tree")" = "$(snapshot "$W/expected")" ] || fail "zstd -d | tar -x differs"
+fi
+# Interop on S3: rclone (provider Other) downloads an entry lazycache saved, and stock tools
+# unpack it; an archive uploaded by curl is restored by lazycache.
+if [ "$KIND" = s3 ]; then
+  if ! command -v rclone >/dev/null; then
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends rclone >/dev/null 2>&1 ||
+      { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends rclone >/dev/null; }
+  fi
+  export RCLONE_CONFIG_LC_TYPE=s3 RCLONE_CONFIG_LC_PROVIDER=Other RCLONE_CONFIG_LC_ENDPOINT=$S3_ENDPOINT \
+    RCLONE_CONFIG_LC_ACCESS_KEY_ID=$S3_ACCESS_KEY RCLONE_CONFIG_LC_SECRET_ACCESS_KEY=$S3_SECRET_KEY \
+    RCLONE_CONFIG_LC_REGION=$S3_REGION RCLONE_CONFIG_LC_FORCE_PATH_STYLE=true
+  unset AWS_CA_BUNDLE
+  rclone copyto "lc:lazycache/cli/$RUN/deps-$RUN-a.tar.zst" "$W/rclone.tar.zst" 2>"$W/rclone.log" ||
+    { cat "$W/rclone.log"; fail "rclone download"; }
+  mkdir -p "$W/stock"
+  zstd -dc "$W/rclone.tar.zst" | tar -x -C "$W/stock"
+  [ "$(snapshot "$W/stock/${W#/}/work/tree")" = "$(snapshot "$W/expected")" ] || fail "rclone + zstd -d | tar -x differs"
+  # curl --aws-sigv4 splits -u at the first ':', and Swift's key has one: use a netrc file.
+  host=${S3_ENDPOINT#*://}; host=${host%%:*}
+  printf 'machine %s login %s password %s\n' "$host" "$S3_ACCESS_KEY" "$S3_SECRET_KEY" > "$W/netrc"
+  curl -sf -X PUT --aws-sigv4 "aws:amz:$S3_REGION:s3" -H 'x-amz-content-sha256: UNSIGNED-PAYLOAD' \
+    --netrc-file "$W/netrc" -T "$W/rclone.tar.zst" "$S3_ENDPOINT/lazycache/cli/$RUN/uploaded-$RUN.tar.zst" ||
+    fail "curl upload"
+  rm -rf "$T"
+  lc restore --extract "${STORE[@]}" --key "uploaded-$RUN" "$T" >/dev/null || fail "restore of a curl-uploaded entry"
+  [ "$(snapshot "$T")" = "$(snapshot "$W/expected")" ] || fail "curl-uploaded entry restored differently"
 fi
 echo "save/restore ($KIND): ok"
