@@ -125,6 +125,7 @@ Result<std::unique_ptr<ArchiveReader>> ArchiveReader::open(std::shared_ptr<const
   if (st->frames().empty()) return fail(Status(ErrorCode::kCorrupt, "seek table has no frames (no lazycache index)"));
   const SeekEntry& idx = st->frames().back();
   if (idx.uncompressed_size != 0) return fail(Status(ErrorCode::kCorrupt, "last frame before the seek table is not the index frame"));
+  if (idx.xxh64_low32 != xxh64_low32({})) return fail(Status(ErrorCode::kCorrupt, "seek-table checksum of the index frame is not that of empty content"));
   uint64_t idx_start_in_tail = tail_len - st->table_frame_bytes() - idx.compressed_size;
   if (st->table_frame_bytes() + idx.compressed_size > tail_len) return fail(Status(ErrorCode::kCorrupt, "index frame not in the bytes read"));
   auto raw = unwrap_index_frame(tail_bytes().subspan(idx_start_in_tail, idx.compressed_size));

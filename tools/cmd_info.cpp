@@ -1,0 +1,43 @@
+// SPDX-License-Identifier: MIT
+// `lazycache info ARCHIVE`: what the tail says about an archive (no frame is read).
+#include <cstdio>
+
+#include "tools/archive_input.h"
+#include "tools/command.h"
+#include "tools/progress.h"
+
+namespace lazycache::cli {
+namespace {
+
+int run_info(ArgParser& args) {
+  add_archive_input_options(args);
+  int code = 0;
+  if (!args.parse(code)) return code;
+  auto in = open_archive_input(args);
+  if (!in.ok()) return report_error("info", in.error());
+  const format::Index& idx = in->reader->index();
+  const auto& t = idx.totals();
+  uint64_t archive = in->reader->source().size();
+  uint32_t max_frame = 0;
+  for (const auto& f : idx.frames()) max_frame = std::max(max_frame, f.uncompressed_size);
+  std::printf("archive:        %s\n", in->reader->source().describe().c_str());
+  std::printf("size:           %llu (%s)\n", static_cast<unsigned long long>(archive), human_bytes(archive).c_str());
+  std::printf("format:         lazycache index v1, seekable zstd v0.1.0 with checksums\n");
+  std::printf("written by:     %.*s\n", static_cast<int>(idx.tool_version().size()), idx.tool_version().data());
+  std::printf("entries:        %u (%llu files, %llu directories, %llu symlinks)\n", idx.entry_count(), static_cast<unsigned long long>(t.file_count),
+              static_cast<unsigned long long>(t.dir_count), static_cast<unsigned long long>(t.symlink_count));
+  std::printf("file bytes:     %llu (%s)\n", static_cast<unsigned long long>(t.file_bytes), human_bytes(t.file_bytes).c_str());
+  std::printf("tar stream:     %llu (%s)\n", static_cast<unsigned long long>(t.uncompressed_bytes), human_bytes(t.uncompressed_bytes).c_str());
+  std::printf("data frames:    %zu (largest %s), %s compressed, ratio %.2f\n", idx.frames().size(), human_bytes(max_frame).c_str(),
+              human_bytes(t.compressed_bytes).c_str(), t.compressed_bytes ? static_cast<double>(t.uncompressed_bytes) / static_cast<double>(t.compressed_bytes) : 0.0);
+  std::printf("index + table:  %s\n", human_bytes(archive - t.compressed_bytes).c_str());
+  std::printf("hot list:       %zu files\n", idx.hot_list().size());
+  std::printf("roots:\n");
+  for (const auto& r : idx.roots()) std::printf("  %s  (member %s)\n", r.original_path.c_str(), r.member_prefix.c_str());
+  return kExitOk;
+}
+
+const CommandRegistration reg{"info", "summarise an archive from its index", "[OPTIONS] ARCHIVE", run_info};
+
+}  // namespace
+}  // namespace lazycache::cli
