@@ -95,14 +95,26 @@ class Harness:
         self.mounts.append(mnt)
         return self.lc("mount", "--store", store, "--key", key, "--cache-dir", cache, *extra, mnt, timeout=60)
 
-    def daemon_pid(self, mnt):
+    def daemon_pid(self, mnt, wait_s=5):
+        """The live daemon serving mnt (its state file may trail the mount by one write).
+        State files of killed daemons can linger (a zombie counts as alive for `mount`'s
+        cleanup when nothing reaps it), so those are skipped."""
+        deadline = time.time() + wait_s
+        while True:
+            pid = self._find_daemon(mnt)
+            if pid is not None or time.time() > deadline:
+                return pid
+            time.sleep(0.05)
+
+    def _find_daemon(self, mnt):
         for path in glob.glob(os.path.join(self.run_dir, "mount-*.state")):
             with open(path) as f:
                 text = f.read()
-            if ("mountpoint=%s\n" % mnt) in text or text.endswith("mountpoint=%s" % mnt):
-                for tok in text.split():
-                    if tok.startswith("pid="):
-                        return int(tok[4:])
+            if ("mountpoint=%s\n" % mnt) not in text and not text.endswith("mountpoint=%s" % mnt):
+                continue
+            for tok in text.split():
+                if tok.startswith("pid=") and process_running(int(tok[4:])):
+                    return int(tok[4:])
         return None
 
     def unmount(self, mnt):
@@ -163,8 +175,22 @@ class TimedReader:
         self.pool.shutdown(wait=False, cancel_futures=True)
 
 
-def kill9(pid):
+def process_running(pid):
+    """True when pid exists and is not a zombie."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+
+
+def kill9(pid, wait_s=10):
+    """SIGKILL, then wait until the process is a zombie or gone: only then has the kernel closed
+    its /dev/fuse descriptor, so the mount point is stale (not before)."""
     try:
         os.kill(pid, signal.SIGKILL)
     except ProcessLookupError:
-        pass
+        return
+    deadline = time.time() + wait_s
+    while time.time() < deadline and process_running(pid):
+        time.sleep(0.01)
