@@ -71,6 +71,7 @@ def daemon_loop(h, url, iterations, rng, failures):
     # Slow bodies keep fetches in flight when the kill lands.
     h.plan([{"method": "GET", "path": ".tar.zst", "fault": "drip", "bytes_per_sec": 2000000}])
     cleaned = 0
+    last_pid = None
     for i in range(iterations):
         # A killed daemon leaves a stale mount point (or none, if something already detached it).
         if lc_harness.is_stale(mnt):
@@ -81,13 +82,17 @@ def daemon_loop(h, url, iterations, rng, failures):
                     failures.append("iteration %d: unmount left the stale mount: %s" % (i, u.stderr.strip()))
                     subprocess.run(["fusermount3", "-u", "-z", mnt], capture_output=True)
         elif os.path.ismount(mnt):
-            failures.append("iteration %d: the killed daemon's mount point is neither stale nor gone" % i)
+            live = subprocess.run("pgrep -a lazycache; grep -F '%s' /proc/self/mountinfo" % mnt, shell=True,
+                                  capture_output=True, text=True).stdout.strip()
+            failures.append("iteration %d: after killing daemon %s the mount point is neither stale nor gone "
+                            "(processes: %s)" % (i, last_pid, live.replace("\n", "; ")))
         p = h.mount(url, mnt, cache, ["--read-timeout", "10", "--prefetch", "none"])
         if p.returncode != 0:
             failures.append("iteration %d: mount failed: %s" % (i, p.stderr.strip()))
             subprocess.run(["fusermount3", "-u", "-z", mnt], capture_output=True)
             continue
         pid = h.daemon_pid(mnt)
+        last_pid = pid
         if pid is None:
             failures.append("iteration %d: no daemon state file for %s" % (i, mnt))
             h.unmount(mnt)

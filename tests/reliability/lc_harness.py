@@ -176,12 +176,21 @@ class TimedReader:
 
 
 def process_running(pid):
-    """True when pid exists and is not a zombie."""
+    """True while any thread of pid is not a zombie: a killed multi-threaded process shows its
+    leader as Z while other threads are still exiting, and its descriptors (the /dev/fuse one
+    that makes a mount point stale) close only when the last thread is gone."""
     try:
-        with open("/proc/%d/stat" % pid) as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+        tasks = os.listdir("/proc/%d/task" % pid)
     except (FileNotFoundError, ProcessLookupError):
         return False
+    for t in tasks:
+        try:
+            with open("/proc/%d/task/%s/stat" % (pid, t)) as f:
+                if f.read().rsplit(")", 1)[1].split()[0] != "Z":
+                    return True
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+    return False
 
 
 def kill9(pid, wait_s=10):

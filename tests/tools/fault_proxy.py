@@ -14,6 +14,7 @@ The plan is a JSON list of rules; the first rule that matches a request decides 
    "path": "substring",         # optional, matched against the request target
    "matches": [FIRST, LAST],    # optional: only the FIRST..LAST-th request this rule matched
    "one_in": N,                 # optional: fire on about 1 in N matched requests (seeded)
+   "unless_key": "AKID",        # optional: skip requests SigV4-signed with this access key id
    "fault": NAME, ...params}
 
 Faults (the body is the upstream's response body; Content-Length stays the upstream's unless said):
@@ -82,7 +83,7 @@ class Plan:
             self.rules = list(rules)
             self.rule_hits = [0] * len(self.rules)
 
-    def decide(self, method, path):
+    def decide(self, method, path, authorization=""):
         """Numbers the request and returns (n, rule or None, rng for this request)."""
         with self.lock:
             self.count += 1
@@ -95,6 +96,8 @@ class Plan:
                 if "method" in rule and rule["method"] != method:
                     continue
                 if "path" in rule and rule["path"] not in path:
+                    continue
+                if "unless_key" in rule and ("Credential=%s/" % rule["unless_key"]) in authorization:
                     continue
                 self.rule_hits[i] += 1
                 if "matches" in rule:
@@ -285,7 +288,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if self.path.startswith("/__proxy/"):
             return self._control(method)
         body = self._read_body()
-        n, rule, rng = self.server.plan.decide(method, self.path)
+        n, rule, rng = self.server.plan.decide(method, self.path, self.headers.get("Authorization", ""))
         fault = rule["fault"] if rule else None
         record = lambda status: self.server.plan.record(n, method, self.path, status, fault)
 
