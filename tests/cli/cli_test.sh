@@ -6,7 +6,7 @@
 #  - deterministic output whatever --threads is
 # Usage: cli_test.sh path/to/lazycache
 set -euo pipefail
-LC=$1
+LC=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 HERE=$(cd "$(dirname "$0")" && pwd)
 W=$(mktemp -d /tmp/lc-cli-test.XXXXXX)
 trap 'chmod -R u+rwx "$W" 2>/dev/null; rm -rf "$W"' EXIT
