@@ -50,7 +50,7 @@ int run_status(ArgParser& args) {
   return rc;
 }
 
-const CommandRegistration reg{"status", "live figures of lazycache mounts", "lazycache status [--json] [PATH...]", run_status};
+const CommandRegistration reg{"status", "live figures of lazycache mounts", "[--json] [PATH...]", run_status};
 
 }  // namespace
 }  // namespace lazycache::cli

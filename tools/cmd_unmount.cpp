@@ -44,7 +44,7 @@ std::optional<DaemonState> wait_for_daemon(const DaemonState& d) {
 }
 
 int run_unmount(ArgParser& args) {
-  args.flag("all", "unmount every lazycache mount on this machine");
+  args.flag("all", "unmount every mount started with this run directory (" + run_dir() + ")");
   args.flag("lazy", "detach even while files are open; the daemon exits when the last one closes");
   args.flag("json", "print the figures as one JSON object per mount point");
   int code = 0;
@@ -53,7 +53,6 @@ int run_unmount(ArgParser& args) {
   for (const auto& p : args.positionals()) paths.push_back(absolute_path(p));
   if (args.has("all")) {
     std::set<std::string> all(paths.begin(), paths.end());
-    for (const auto& m : lazycache_mounts()) all.insert(m);
     for (const auto& d : list_daemons()) all.insert(d.mountpoints.begin(), d.mountpoints.end());
     paths.assign(all.begin(), all.end());
   } else if (paths.empty()) {

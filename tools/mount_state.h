@@ -65,6 +65,9 @@ Status unmount_path(const std::string& path, bool lazy);
 // Returns true if something was cleaned.
 bool clean_stale(const std::string& path);
 
+// "12.3 MiB": bytes in MiB with one decimal (KiB below 1 MiB), for mount figures.
+std::string size_text(uint64_t bytes);
+
 // The human summary: "fetched 12.0 MiB of 830.1 MiB (1.4%) in 6 range reads (+1 at mount);
 // frames: 6 from the store, 0 chunk-cache hits, ...; 14 files opened, ...; 1.2 s".
 std::string mount_summary(const fs::MountStats& stats);

@@ -11,7 +11,6 @@
 #include <random>
 #include <thread>
 
-#include "format/archive_test_util.h"
 #include "fs/filesystem.h"
 #include "fs/local_files.h"
 #include "fs_test_util.h"
@@ -30,9 +29,7 @@ struct Fixture {
 
   explicit Fixture(int packages = 60, uint64_t frame_size = 64 << 10) {
     testing::make_node_like_tree(dir / "t", packages);
-    format::PackConfig cfg;
-    cfg.frame_size_bytes = frame_size;
-    testing::pack_paths(dir.path(), {"t"}, archive, cfg);
+    testing::pack_tree(dir.path(), {"t"}, archive, frame_size);
     collect(dir / "t", "t");
   }
   void collect(const std::string& disk, const std::string& rel) {
@@ -219,9 +216,7 @@ TEST_CASE("an archive sharing frames with one already read reuses them from the 
   testing::write_file(fx.dir / "t/zzz-new.txt", testing::pattern(5000, 99));
   testing::set_mtime(fx.dir / "t", before.st_mtim.tv_sec, before.st_mtim.tv_nsec);
   const std::string second = fx.dir / "b.tar.zst";
-  format::PackConfig cfg;
-  cfg.frame_size_bytes = 64 << 10;
-  testing::pack_paths(fx.dir.path(), {"t"}, second, cfg);
+  testing::pack_tree(fx.dir.path(), {"t"}, second);
   Open o = open_fs(second, fx.cache_dir);
   for (const auto& [p, want] : fx.contents) REQUIRE(read_all(*o.fs, *walk(*o.fs, p)) == want);
   CHECK(read_all(*o.fs, *walk(*o.fs, "t/zzz-new.txt")) == testing::pattern(5000, 99));

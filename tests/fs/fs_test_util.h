@@ -3,17 +3,98 @@
 // or hang on demand, and a generated node_modules-like tree.
 #pragma once
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <condition_variable>
+#include <cstdlib>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <string>
+#include <vector>
 
+#include "common/byte_sink.h"
 #include "common/byte_source.h"
+#include "format/archive_writer.h"
 #include "format/hashing.h"
-#include "format/tree_util.h"
 
 namespace lazycache::testing {
+
+// A directory under /tmp removed with everything in it when the test ends.
+class TempDir {
+ public:
+  TempDir() {
+    std::string name = "/tmp/lc-fs-test.XXXXXX";
+    if (::mkdtemp(name.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+    path_ = name;
+  }
+  ~TempDir() {
+    const std::string cmd = "rm -rf '" + path_ + "'";
+    if (std::system(cmd.c_str()) != 0) std::fprintf(stderr, "cannot remove %s\n", path_.c_str());
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+  std::string operator/(const std::string& rel) const { return path_ + "/" + rel; }
+
+ private:
+  std::string path_;
+};
+
+inline void write_file(const std::string& path, const std::string& content, mode_t mode = 0644) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+  if (fd < 0) throw std::runtime_error("cannot create " + path);
+  const bool ok = ::write(fd, content.data(), content.size()) == static_cast<ssize_t>(content.size()) && ::fchmod(fd, mode) == 0;
+  ::close(fd);
+  if (!ok) throw std::runtime_error("cannot write " + path);
+}
+
+inline std::string read_file(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw std::runtime_error("cannot open " + path);
+  std::string out;
+  char buf[1 << 16];
+  ssize_t n;
+  while ((n = ::read(fd, buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(n));
+  ::close(fd);
+  return out;
+}
+
+inline void set_mtime(const std::string& path, int64_t seconds, long nanoseconds) {
+  const timespec times[2] = {{0, UTIME_OMIT}, {seconds, nanoseconds}};
+  if (::utimensat(AT_FDCWD, path.c_str(), times, AT_SYMLINK_NOFOLLOW) != 0) throw std::runtime_error("cannot set mtime of " + path);
+}
+
+// n bytes that depend on `seed`: runs of text (compressible) between runs of noise.
+inline std::string pattern(size_t n, uint64_t seed) {
+  std::string out(n, ' ');
+  uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
+  for (size_t i = 0; i < n; ++i) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    out[i] = (i & 128) ? static_cast<char>('A' + (x % 23)) : static_cast<char>(x >> 24);
+  }
+  return out;
+}
+
+// Packs `rel` (relative to `cwd`, so the archive root is named `rel`) into `archive`.
+inline void pack_tree(const std::string& cwd, const std::vector<std::string>& rels, const std::string& archive,
+                      uint64_t frame_size = 64 << 10) {
+  char old[4096];
+  if (::getcwd(old, sizeof old) == nullptr || ::chdir(cwd.c_str()) != 0) throw std::runtime_error("chdir " + cwd);
+  std::vector<format::PackRoot> roots;
+  for (const auto& r : rels) roots.push_back(format::PackRoot{r});
+  auto sink = LocalFileSink::create(archive);
+  format::PackConfig config;
+  config.frame_size_bytes = frame_size;
+  config.warn = [](const std::string&) {};
+  auto stats = sink.ok() ? format::write_archive(roots, **sink, config) : Result<format::PackStats>(sink.error());
+  if (::chdir(old) != 0 || !stats.ok()) throw std::runtime_error("pack failed: " + stats.status().to_string());
+}
 
 inline format::Digest128 digest_of(const std::string& s) { return format::xxh3_128(std::as_bytes(std::span(s.data(), s.size()))); }
 

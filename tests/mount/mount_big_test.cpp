@@ -21,9 +21,7 @@ TEST_CASE("30,000 files: find, stat and cat of everything, without a descriptor 
       write_file(sub + "/f" + std::to_string(f) + ".js", "module.exports = " + std::to_string(d * 1000 + f) + ";\n");
     }
   }
-  CommandResult p = run("cd " + quote(dir.path()) + " && " + cli() + " pack -q -o a.tar.zst t");
-  INFO(p.out);
-  REQUIRE(p.exit_code == 0);
+  pack_tree(dir.path(), {"t"}, dir / "a.tar.zst", 4 << 20);
   const std::string mnt = dir / "mnt";
   ::mkdir(mnt.c_str(), 0755);
   MountGuard guard(mnt);
@@ -39,8 +37,9 @@ TEST_CASE("30,000 files: find, stat and cat of everything, without a descriptor 
     return run("cd " + quote(root) + " && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 cat | md5sum").out;
   };
   CHECK(digest(t) == digest(mnt));
-  CHECK(run("cd " + quote(t) + " && find . -printf '%p %s %m %T@\\n' | LC_ALL=C sort").out ==
-        run("cd " + quote(mnt) + " && find . -printf '%p %s %m %T@\\n' | LC_ALL=C sort").out);
+  // Sizes of files only: a directory's size on disk is its block count, on the mount 0.
+  const std::string listing = " && find . -type d -printf '%p %m %T@\\n' -o -printf '%p %s %m %T@ %n\\n' | LC_ALL=C sort";
+  CHECK(run("cd " + quote(t) + listing).out == run("cd " + quote(mnt) + listing).out);
   CHECK(status_number(mnt, "files_opened") == 30000);
   CHECK(status_number(mnt, "open_handles") == 0);
   const long long pid = status_number(mnt, "pid");

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// Real FUSE mounts through the CLI: `lazycache pack`, `mount --archive`, `status`, `unmount`.
+// Real FUSE mounts through the CLI: archives packed in-process, then `mount --archive`, `status`,
+// `unmount`.
 // Every test mounts under its own temp dir and unmounts in teardown (MountGuard), even on failure.
 #include <catch2/catch.hpp>
 
@@ -14,7 +15,6 @@
 #include <thread>
 
 #include "fs/local_files.h"
-#include "fs_test_util.h"
 #include "mount_test_util.h"
 
 using namespace lazycache::testing;
@@ -22,10 +22,8 @@ using namespace lazycache::testing;
 namespace {
 
 // Packs dir/t into dir/a.tar.zst with small frames so that laziness shows on a small tree.
-std::string pack(const TempDir& dir, const std::string& extra = "--frame-size 64K") {
-  CommandResult r = run("cd " + quote(dir.path()) + " && " + cli() + " pack -q " + extra + " -o a.tar.zst t");
-  INFO(r.out);
-  REQUIRE(r.exit_code == 0);
+std::string pack(const TempDir& dir, uint64_t frame_size = 64 << 10) {
+  pack_tree(dir.path(), {"t"}, dir / "a.tar.zst", frame_size);
   return dir / "a.tar.zst";
 }
 
@@ -81,7 +79,7 @@ TEST_CASE("mounted tree equals the source: content, modes, mtimes, links, listin
   MountGuard guard(mnt);
   mount_archive(archive, mnt);
 
-  CHECK(compare_trees(dir / "t", mnt) == "");
+  CHECK(describe_tree(dir / "t") == describe_tree(mnt));
   same_output(dir / "t", mnt, "find . | LC_ALL=C sort");
   same_output(dir / "t", mnt, "find . -type f -print0 | LC_ALL=C sort -z | xargs -0 cat | md5sum");
   // ls -lR: everything but directory lines (the disk's sizes are block sizes, the mount's 0),
@@ -145,7 +143,7 @@ TEST_CASE("mount cost is at most two range reads whatever the archive size", "[f
   for (int packages : {5, 800}) {
     TempDir dir;
     make_node_like_tree(dir / "t", packages);
-    const std::string archive = pack(dir, "--frame-size 4K");  // many frames: a large seek table
+    const std::string archive = pack(dir, 4096);  // many frames: a large seek table
     const std::string mnt = dir / "mnt";
     MountGuard guard(mnt);
     mount_archive(archive, mnt);
@@ -265,8 +263,7 @@ TEST_CASE("several saved paths of one archive mount at once; --all unmounts them
   TempDir dir;
   make_node_like_tree(dir / "a", 10, 1);
   make_node_like_tree(dir / "b", 10, 2);
-  CommandResult p = run(cli() + " pack -q --frame-size 64K -o " + quote(dir / "x.tar.zst") + " " + quote(dir / "a") + " " + quote(dir / "b"));
-  REQUIRE(p.exit_code == 0);
+  pack_tree(dir.path(), {dir / "a", dir / "b"}, dir / "x.tar.zst");
   // Mounted where they were saved (no PATH: every root goes back to its original path).
   const std::string a = dir / "a", b = dir / "b";
   ::rename(a.c_str(), (dir / "a.src").c_str());
@@ -275,8 +272,8 @@ TEST_CASE("several saved paths of one archive mount at once; --all unmounts them
   CommandResult m = run(cli() + " mount --archive " + quote(dir / "x.tar.zst"));
   INFO(m.out);
   REQUIRE(m.exit_code == 0);
-  CHECK(compare_trees(dir / "a.src", a) == "");
-  CHECK(compare_trees(dir / "b.src", b) == "");
+  CHECK(describe_tree(dir / "a.src") == describe_tree(a));
+  CHECK(describe_tree(dir / "b.src") == describe_tree(b));
   CHECK(status_number(a, "pid") == status_number(b, "pid"));  // one daemon serves both
   CommandResult u = run(cli() + " unmount --all");
   INFO(u.out);

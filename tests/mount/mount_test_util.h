@@ -13,7 +13,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "format/tree_util.h"
+#include "fs_test_util.h"
 
 namespace lazycache::testing {
 
@@ -75,6 +75,17 @@ class MountGuard {
  private:
   std::string path_;
 };
+
+// Everything a mount must reproduce, one line per entry in a fixed order: type, path, mode,
+// link count, size of files, symlink target, mtime to the nanosecond, then every file's MD5.
+inline std::string describe_tree(const std::string& root) {
+  CommandResult r = run("cd " + quote(root) +
+                        " && find . -type d -printf 'd %p %m %n %T@\\n' -o -type l -printf 'l %p -> %l %T@\\n'"
+                        " -o -type f -printf 'f %p %m %n %s %T@\\n' | LC_ALL=C sort"
+                        " && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 -r md5sum");
+  REQUIRE(r.exit_code == 0);
+  return r.out;
+}
 
 // Is `path` a lazycache FUSE mount point right now (per /proc/self/mountinfo)?
 inline bool is_lazycache_mount_path(const std::string& path) {
