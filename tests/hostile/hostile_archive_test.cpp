@@ -190,6 +190,7 @@ TEST_CASE("hostile archives: each is refused where it must be, with the reason, 
   const long base_rss = current_rss_kib();
   for (const auto& c : cases()) {
     if (is_known_gap(c.name)) continue;  // checked by the [!mayfail] case below
+    if (c.name == "deep_nesting") continue;  // its own case below (the slowest to extract)
     SECTION(c.name) {
       const std::string dir = tmp.path + "/" + c.name;
       Outcome o = run_case(c, dir);
@@ -244,6 +245,8 @@ TEST_CASE("hostile archives: the deep tree extracts inside the target", "[unit][
   INFO(o.stage << " " << o.code << ": " << o.message);
   REQUIRE_FALSE(o.hung);
   REQUIRE_FALSE(o.crashed);
+  CHECK(names_in(tmp.path + "/deep") == std::set<std::string>{"outside", "target"});
+  CHECK(names_in(tmp.path + "/deep/outside") == std::set<std::string>{"sentinel"});
   if (o.stage == "ok") {
     // Walk down by fds (the path is longer than PATH_MAX) to the file at the bottom.
     int fd = open((tmp.path + "/deep/target/data").c_str(), O_RDONLY | O_DIRECTORY);
