@@ -57,6 +57,31 @@ def load_rows(path):
     return rows
 
 
+def derived_rows(rows):
+    """Value rows read off the notes of timed rows, so each figure has a row of its own: what a
+    lazycache mount fetched during the partial job (by the link proxy, and by lazycache's own
+    count) and the mount daemon's RSS during the cold full read."""
+    out = []
+    for r in rows:
+        n = r["note"]
+        base = {"fixture": r["fixture"], "profile": r["profile"], "runs": 1, "load1": r["load1"],
+                "command": "from the last run of: " + r["tool"]}
+
+        def add(scen, tool, value, u):
+            out.append(dict(base, scenario=scen, tool=tool, median_s=value, min_s=value, max_s=value,
+                            note={"unit": u}))
+        if r["scenario"] == "job" and "fetched_bytes" in n:
+            add("bytes", r["tool"] + ": bytes the store sent (link proxy)", n["fetched_bytes"] / 1048576, "MiB")
+            if "lc_store_bytes" in n:
+                add("bytes", r["tool"] + ": bytes fetched (lazycache's count)", n["lc_store_bytes"] / 1048576, "MiB")
+        if r["scenario"] == "read_cold" and is_lazycache(r):
+            if "rss_peak_kib" in n:
+                add("rss_peak", "lazycache mount (cold full read over the link)", n["rss_peak_kib"] / 1024, "MiB")
+            if "rss_idle_kib" in n:
+                add("rss_idle", "lazycache mount (cold full read over the link)", n["rss_idle_kib"] / 1024, "MiB")
+    return out
+
+
 def is_lazycache(r):
     return r["tool"].startswith("lazycache")
 
@@ -153,7 +178,7 @@ def build_markdown(rows, machine, invocation, profiles, profile_info):
     out.append("## Machine and run\n")
     out.append("| fact | value |\n| --- | --- |")
     for k in ("cpu", "nproc", "memory", "os", "kernel", "disk", "tools", "commit", "started", "ended",
-              "load_at_start", "load_at_end"):
+              "load_at_start", "load_at_end", "merged_rows_from", "merge_note"):
         if k in machine:
             out.append(f"| {k} | {md_escape(str(machine[k]))} |")
     out.append("")
@@ -190,6 +215,18 @@ def build_markdown(rows, machine, invocation, profiles, profile_info):
             bp = f"{fmt_num(best['median_s'], 's')} ({best['tool']}{where})"
         rt = ratio(best, ref) if best and ref else ""
         out.append(f"| {TITLES.get(scen, scen)} | {fx} | {prof} | {md_escape(lc)} | {md_escape(bp)} | {rt} |")
+    out.append("")
+    out.append("| figure | fixture | link | lazycache | peers and references |")
+    out.append("| --- | --- | --- | --- | --- |")
+    for (scen, fx, prof), grs in g.items():
+        if scen not in ("rss_peak", "rss_idle", "bytes"):
+            continue
+        def cell(rs):
+            return "; ".join(f"{r['tool']}: {fmt_num(r['median_s'], unit(r))} {unit(r)}" for r in rs
+                             if r["median_s"] is not None) or "not measured"
+        lcs = [r for r in grs if is_lazycache(r)]
+        others = [r for r in grs if not is_lazycache(r)]
+        out.append(f"| {TITLES[scen]} | {fx} | {prof} | {md_escape(cell(lcs))} | {md_escape(cell(others))} |")
     out.append("")
     for key, title, what, extra in SCENARIOS:
         keys = [k for k in g if k[0] == key]
@@ -300,6 +337,7 @@ def main():
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
     rows = load_rows(a.tsv)
+    rows += derived_rows(rows)
     machine = json.loads(a.machine)
     profile_list = json.loads(a.profiles)
     profiles = [p["name"] for p in profile_list]

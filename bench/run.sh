@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # bench/run.sh [--quick] [--runs N] [--profiles "hosted far"] [--fixtures "node mixed"]
-#              [--out DIR] [--build DIR] [--keep-work] [--skip-local]
+#              [--out DIR] [--build DIR] [--keep-work] [--skip-local] [--no-build]
+#              [--merge-tsv FILE]
 #
 # The benchmark suite: lazycache against the tools CI users run today, on the same fixture, the
 # same store and the same emulated link, in one run. See bench/README.md for what each scenario
@@ -30,7 +31,7 @@ trap 'rm -rf "$SCRIPTS"' EXIT
 HERE=$LC_BENCH_HOME
 ROOT=$(dirname "$HERE")
 
-QUICK=0 RUNS= PROFILES= FIXTURES= OUT= BUILD=${LC_BUILD:-$ROOT/build} KEEP=0 SKIP_LOCAL=0
+QUICK=0 RUNS= PROFILES= FIXTURES= OUT= BUILD=${LC_BUILD:-$ROOT/build} KEEP=0 SKIP_LOCAL=0 NO_BUILD=0 MERGE_TSV=
 usage() { sed -n '3,4p' "$SCRIPTS/run.sh" | sed 's/^# //' >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case $1 in
@@ -42,6 +43,8 @@ while [ $# -gt 0 ]; do
     --build) BUILD=${2:?}; shift ;;
     --keep-work) KEEP=1 ;;
     --skip-local) SKIP_LOCAL=1 ;;
+    --no-build) NO_BUILD=1 ;;
+    --merge-tsv) MERGE_TSV=$(realpath "${2:?}"); shift ;;
     -h|--help) usage ;;
     *) echo "run.sh: unknown option $1" >&2; usage ;;
   esac
@@ -75,15 +78,19 @@ fi
 "$ROOT/.ci/install-deps.sh"
 
 # ---- build ----
-if [ ! -f "$BUILD/CMakeCache.txt" ]; then
+if [ $NO_BUILD = 1 ]; then
+  [ -x "$BUILD/bench/lc-link-proxy" ] || { echo "run.sh: --no-build but no $BUILD/bench/lc-link-proxy" >&2; exit 1; }
+elif [ ! -f "$BUILD/CMakeCache.txt" ]; then
   cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLC_WERROR=ON -DLC_BUILD_TESTS=OFF >/dev/null
 fi
-cmake --build "$BUILD" -j "$(nproc)" --target lc-link-proxy >/dev/null
+[ $NO_BUILD = 1 ] || cmake --build "$BUILD" -j "$(nproc)" --target lc-link-proxy >/dev/null
 PROXY=$BUILD/bench/lc-link-proxy
 LC=$BUILD/tools/lazycache
 LC_BROKEN=
 # A lazycache that does not build still leaves the peers to measure; its rows then say why.
-if ! cmake --build "$BUILD" -j "$(nproc)" --target lazycache > "$BUILD/bench-lazycache-build.log" 2>&1; then
+if [ $NO_BUILD = 1 ]; then
+  [ -x "$LC" ] || LC_BROKEN="no lazycache binary in $BUILD (--no-build)"
+elif ! cmake --build "$BUILD" -j "$(nproc)" --target lazycache > "$BUILD/bench-lazycache-build.log" 2>&1; then
   LC_BROKEN="lazycache did not build at $(git -C "$ROOT" rev-parse --short HEAD) ($BUILD/bench-lazycache-build.log)"
   echo "run.sh: $LC_BROKEN" >&2
 fi
@@ -249,6 +256,13 @@ MACHINE=$(jq -c --arg load "$(cut -d' ' -f1-3 /proc/loadavg)" --arg ended "$(dat
   '. + {load_at_end: $load, ended: $ended}' <<<"$MACHINE")
 
 # ---- report ----
+# --merge-tsv: rows of an earlier run (its header dropped) go first; RESULTS.md says so.
+if [ -n "$MERGE_TSV" ]; then
+  { head -1 "$TSV"; tail -n +2 "$MERGE_TSV"; tail -n +2 "$TSV"; } > "$W/merged.tsv"
+  mv "$W/merged.tsv" "$TSV"
+  MACHINE=$(jq -c --arg m "$(basename "$MERGE_TSV")" --arg n "${LC_BENCH_MERGE_NOTE:-}" \
+    '. + {merged_rows_from: $m} + (if $n == "" then {} else {merge_note: $n} end)' <<<"$MACHINE")
+fi
 cp "$TSV" "$OUT/results.tsv"
 python3 "$SCRIPTS/report.py" --tsv "$TSV" --machine "$MACHINE" --invocation "$INVOCATION" \
   --profiles "$(for p in $PROFILES; do "$PROXY" --profile "$p" --describe; done | jq -s -c .)" --out "$OUT"

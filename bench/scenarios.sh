@@ -134,7 +134,7 @@ run_link_scenarios() {
   if [ ! -d "$JOBD" ]; then mkdir -p "$JOBP" && cp -a "$T" "$JOBP/"; fi
   local N ARCH=$W/$fx.job.tar.zst OBJ="peer/$fx.tar.zst"
   N=$(basename "$JOBD")
-  tar -cf - -C "$JOBP" "$N" | zstd -q -T0 -3 -o "$ARCH"
+  [ -f "$ARCH" ] || tar -cf - -C "$JOBP" "$N" | zstd -q -T0 -3 -o "$ARCH"   # once per fixture
   local abytes
   abytes=$(stat -c %s "$ARCH")
   say "fixture $fx over link $prof: archive $abytes bytes"
