@@ -8,9 +8,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 B=${TSAN_BUILD:-build-tsan}
 cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS="-O1" -DLC_SANITIZE=thread -DLC_WERROR=ON >/dev/null
-# The executables behind the tests labelled "concurrency" (ctest knows them once configured).
-targets=$(cd "$B" && ctest -N -L concurrency -V 2>/dev/null | sed -n 's/^[0-9]*: Test command: \(.*\)$/\1/p' |
-          awk '{print $1}' | xargs -r -n1 basename | sort -u)
+# Tests labelled "concurrency" whose name is a build target (lc_add_test names the binary after
+# the test); ctest cannot report commands of binaries not built yet.
+known=$(cmake --build "$B" --target help | sed -n 's/^\.\.\. \([A-Za-z0-9_.-]*\).*/\1/p')
+targets=$(cd "$B" && ctest -N -L concurrency | sed -n 's/^ *Test *#[0-9]*: \(.*\)$/\1/p' |
+          while read -r t; do grep -qx "$t" <<<"$known" && echo "$t"; done | sort -u)
 if [ -z "$targets" ]; then
   echo "tsan: no tests labelled concurrency" >&2
   exit 1
