@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // File: tools/archive_input.h -- how ls, cat, info, verify and extract open the archive they
-// work on. Today: the first positional argument is a local archive file. One function on
-// purpose, so that store entries (--store URL --key K) can be added here alone.
+// work on: the first positional argument as a local archive file, or, with --key K (plus
+// --store URL, --restore-keys, --scope), a store entry read through ranged GETs (only the tail
+// and the frames the command needs are fetched; all positionals are then command arguments).
 #pragma once
 
 #include <memory>
@@ -22,7 +23,8 @@ struct ArchiveInput {
 void add_archive_input_options(ArgParser& args);
 
 // Opens the archive the command line names and validates its seek table and index.
-// Errors: kInvalidArgument (no archive given), kNotFound, kCorrupt, kUnsupported, kIo.
+// Errors: kInvalidArgument (no archive given), kNotFound (file, or no entry for the key),
+// kCorrupt, kUnsupported, kIo, and the store's errors.
 Result<ArchiveInput> open_archive_input(const ArgParser& args);
 
 }  // namespace lazycache::cli

@@ -8,6 +8,7 @@
 #  - restore-keys: exact key > newest entry of the first matching prefix > later prefixes;
 #  - outputs (cache-hit, cache-primary-key, cache-matched-key) go to $GITHUB_OUTPUT;
 #  - a miss exits 0, or 3 with --fail-on-cache-miss;
+#  - ls / cat / verify --key read the entry in the store;
 #  - the archive decodes with stock tools: zstd -d | tar -x gives the same tree;
 #  - S3: rclone downloads the entry (then zstd -d | tar -x), and an entry uploaded with curl
 #    restores with lazycache.
@@ -47,6 +48,11 @@ lc save "${STORE[@]}" --key "deps-$RUN-a" "$T" > "$W/save.out" || fail "save"
 grep -q "saved key deps-$RUN-a" "$W/save.out" || fail "save printed: $(cat "$W/save.out")"
 out=$(lc save "${STORE[@]}" --key "deps-$RUN-a" "$T") || fail "second save exited non-zero"
 [[ $out == *"already exists"* ]] || fail "second save not skipped: $out"
+
+# ls / cat / verify read a store entry without downloading it all
+[ "$(lc cat "${STORE[@]}" --key "deps-$RUN-a" "${T#/}/sub/f3.txt")" = "file 3 $RUN" ] || fail "cat --key"
+lc ls "${STORE[@]}" --key "deps-$RUN-a" | grep -q "sub/deeper/one" || fail "ls --key"
+lc verify "${STORE[@]}" --key "deps-$RUN-a" >/dev/null || fail "verify --key"
 
 rm -rf "$T"
 GITHUB_OUTPUT=$W/gh-output lc restore --extract "${STORE[@]}" --key "deps-$RUN-a" "$T" > "$W/restore.out" || fail "restore"
