@@ -4,7 +4,8 @@
 set -euo pipefail
 PKGS=(build-essential cmake pkg-config clang lld libclang-rt-14-dev
       libfuse3-dev fuse3 libzstd-dev zstd liblmdb-dev lmdb-utils libxxhash-dev catch2
-      libcurl4-openssl-dev libssl-dev curl libarchive-tools python3 attr)
+      libcurl4-openssl-dev libssl-dev curl libarchive-tools python3 attr
+      nodejs lintian)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

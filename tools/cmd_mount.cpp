@@ -13,6 +13,7 @@
 #include "fs/fuse_adapter.h"
 #include "fs/local_files.h"
 #include "tools/command.h"
+#include "tools/fuse_probe.h"
 #include "tools/mount_daemon.h"
 #include "tools/mount_state.h"
 #include "tools/store_options.h"
@@ -179,6 +180,11 @@ int run_mount(ArgParser& args) {
   if (geteuid() != 0) config.owner = std::make_pair(static_cast<uint32_t>(getuid()), static_cast<uint32_t>(getgid()));
   fs::Filesystem filesystem(std::move(reader).value(), *cache, config);
 
+  // Say why up front when this machine cannot mount (tools/fuse_probe.h), not a libfuse error.
+  if (FuseProbeResult probe = probe_fuse({.trial_mount = false}); !probe.usable) {
+    return fail(Status(ErrorCode::kUnsupported, "FUSE cannot be used here: " + probe.reason +
+                                                    " (lazycache restore --mode auto extracts instead)"));
+  }
   std::vector<std::unique_ptr<fs::FuseMount>> mounts;
   for (const auto& pl : *placements) {
     Status s = fs::make_dirs(pl.path);

@@ -15,6 +15,7 @@
 #include "format/extractor.h"
 #include "remote/object_byte_source.h"
 #include "tools/command.h"
+#include "tools/fuse_probe.h"
 #include "tools/store_options.h"
 
 namespace lazycache::cli {
@@ -29,13 +30,9 @@ std::string absolute(const std::string& p) {
   return out;
 }
 
-// Why FUSE cannot be used here, or "" when /dev/fuse opens (the mount command checks the rest).
-std::string fuse_unusable_reason() {
-  int fd = ::open("/dev/fuse", O_RDWR | O_CLOEXEC);
-  if (fd < 0) return "/dev/fuse cannot be opened";
-  ::close(fd);
-  return "";
-}
+// Why FUSE cannot be used here, or "": the device, the kernel and the mount permission
+// (tools/fuse_probe.h; a trial mount catches containers that deny mount(2)).
+std::string fuse_unusable_reason() { return probe_fuse().reason; }
 
 // The restore options `mount` understands, passed through unchanged.
 std::vector<std::string> mount_args(const ArgParser& args) {

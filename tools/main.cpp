@@ -4,6 +4,7 @@
 #include <new>
 
 #include "tools/command.h"
+#include "tools/config_file.h"
 
 using lazycache::cli::command_registry;
 
@@ -26,6 +27,10 @@ int main(int argc, char** argv) {
   if (command == "--version" || command == "version") {
     std::cout << "lazycache " << LC_VERSION << "\n";
     return 0;
+  }
+  // Machine-wide defaults (/etc/lazycache/config) fill what the environment leaves unset.
+  if (lazycache::Status s = lazycache::cli::apply_default_config(); !s.ok()) {
+    return lazycache::cli::report_error(command, s);
   }
   auto it = command_registry().find(command);
   if (it == command_registry().end()) {

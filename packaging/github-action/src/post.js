@@ -1,0 +1,136 @@
+// SPDX-License-Identifier: MIT
+// The action's post step (runs: post-if: always()): unmount what the main step mounted, save the
+// cache under the primary key when it missed or changed, and write the job summary. It runs even
+// when the job failed so that no FUSE mount outlives the job; it saves on a failed job only with
+// save-always. Save problems are warnings, never a failed job (actions/cache's rule).
+'use strict';
+
+const core = require('./core');
+const lc = require('./lazycache');
+
+function saveArgs(cli, state) {
+  const args = ['save', ...state.storeArgs, ...state.keyArgs];
+  // upload-chunk-size is a hint: the CLI's part size when it has one and the value is legal (S3's
+  // 5 MiB minimum part).
+  if (state.uploadChunkSize) {
+    if (state.uploadChunkSize >= 5 * 1024 * 1024 && cli.hasOption('save', 'part-size')) {
+      args.push('--part-size', String(state.uploadChunkSize));
+    } else {
+      core.info(`upload-chunk-size ${state.uploadChunkSize} is below S3's 5 MiB part minimum or not supported; using the default`);
+    }
+  }
+  return [...args, ...state.paths];
+}
+
+// Returns { ok, figures, stdout } for `unmount` of the mounted paths.
+function unmount(cli, state, withSave) {
+  const args = ['unmount'];
+  if (withSave) {
+    args.push('--save');
+    if (cli.hasOption('unmount', 'key')) args.push(...state.storeArgs, ...state.keyArgs);
+  }
+  if (cli.hasOption('unmount', 'json')) args.push('--json');
+  let r = cli.run([...args, ...state.mounted]);
+  if (r.status !== 0 && cli.hasOption('unmount', 'lazy') && !withSave) {
+    core.warning(`unmount failed (exit ${r.status}); detaching lazily so the job can end`);
+    r = cli.run(['unmount', '--lazy', ...state.mounted]);
+  }
+  return { ok: r.status === 0, figures: lc.sumJsonFigures(r.stdout), r };
+}
+
+function figureRows(figures, state) {
+  const rows = [];
+  const pick = (...names) => names.map((n) => figures[n]).find((v) => v !== undefined);
+  const fetched = pick('bytes_fetched', 'fetched_bytes', 'bytes-fetched') ?? state.fetched;
+  const total = pick('archive_bytes', 'total_bytes', 'bytes_total');
+  if (fetched !== undefined && fetched !== null) {
+    rows.push(['Bytes fetched', total ? `${lc.formatBytes(fetched)} of ${lc.formatBytes(total)}` : lc.formatBytes(fetched)]);
+  }
+  const shown = new Set(['bytes_fetched', 'fetched_bytes', 'archive_bytes', 'total_bytes', 'bytes_total']);
+  for (const [k, v] of Object.entries(figures)) if (!shown.has(k)) rows.push([k.replace(/_/g, ' '), String(v)]);
+  return rows;
+}
+
+async function post() {
+  const raw = core.getState('lazycache');
+  if (!raw) {
+    core.info('Nothing to do: the main step did not get as far as restoring.');
+    return;
+  }
+  const state = JSON.parse(raw);
+  const cli = new lc.Cli(state.bin);
+  const jobStatus = (core.getInput('job-status') || 'success').toLowerCase();
+  const exactHit = state.matchedKey !== '' && state.matchedKey === state.key;
+  const jobOk = jobStatus === 'success';
+  const wantSave = !exactHit && (jobOk || state.saveAlways);
+  const rows = [
+    ['Primary key', state.key],
+    ['Matched key', state.matchedKey || '(miss)'],
+    ['Cache hit', exactHit ? 'exact' : state.matchedKey ? 'partial (restore-keys)' : 'miss'],
+    ['Restore', state.mode === 'extract' && state.reason ? `extract (FUSE unusable: ${state.reason})` : state.mode],
+    [state.mode === 'mount' ? 'Mount time' : 'Restore time', `${state.mountMs} ms`],
+  ];
+  let saved = '';
+  let figures = {};
+
+  if (state.mounted.length > 0) {
+    const canSaveOnUnmount = cli.hasOption('unmount', 'save');
+    if (wantSave && canSaveOnUnmount) {
+      const t = Date.now();
+      const u = unmount(cli, state, true);
+      figures = u.figures;
+      saved = u.ok ? `unmount --save (${Date.now() - t} ms)` : 'failed (see log)';
+      if (!u.ok) {
+        core.warning(`unmount --save failed (exit ${u.r.status}); the cache was not saved`);
+        // Whatever went wrong with the save, the mount must not outlive the job.
+        const plain = unmount(cli, state, false);
+        if (!plain.ok) core.warning(`unmount of ${state.mounted.join(', ')} failed too (exit ${plain.r.status})`);
+      }
+    } else {
+      const u = unmount(cli, state, false);
+      figures = u.figures;
+      if (!u.ok) core.warning(`unmount of ${state.mounted.join(', ')} failed (exit ${u.r.status})`);
+      if (wantSave) {
+        // Without `unmount --save` the changes made in a mount cannot be saved (after unmount the
+        // paths are empty mount points: saving them would store nothing).
+        core.notice('This lazycache has no "unmount --save": the mounted paths were unmounted without saving; '
+          + 'changes made inside them are not saved.');
+        saved = 'no (unmount --save not available)';
+      }
+    }
+  }
+  const plainDirs = state.mounted.length === 0;
+  if (!saved && plainDirs && wantSave) {
+    // A miss (nothing mounted, the job filled plain directories), an extract, or lookup-only.
+    const t = Date.now();
+    const r = cli.run(saveArgs(cli, state));
+    if (r.status === 0) {
+      saved = `save (${Date.now() - t} ms)`;
+      if (r.outputs['bytes-uploaded']) rows.push(['Bytes uploaded', lc.formatBytes(Number(r.outputs['bytes-uploaded']))]);
+    } else {
+      saved = `failed (exit ${r.status}, see log)`;
+      core.warning(`Failed to save cache entry with key ${state.key} (exit ${r.status}); the job goes on.`);
+    }
+  }
+  if (!saved) {
+    if (exactHit) {
+      saved = 'no (exact hit)';
+      core.info(`Cache hit occurred on the primary key ${state.key}, not saving cache.`);
+    } else if (!jobOk && !state.saveAlways) {
+      saved = `no (job ${jobStatus}; save-always is off)`;
+      core.info(`Not saving cache: the job status is ${jobStatus} and save-always is not set.`);
+    } else {
+      saved = 'no';
+    }
+  }
+  rows.push(...figureRows(figures, state));
+  rows.push(['Saved', saved]);
+  core.appendSummaryTable('lazycache', rows);
+  if (figures.bytes_fetched !== undefined) core.info(`Fetched ${lc.formatBytes(figures.bytes_fetched)} during the job`);
+}
+
+module.exports = { post };
+
+if (require.main === module) {
+  post().catch((e) => core.warning(`lazycache post step: ${e && e.stack ? e.stack : e}`));
+}

@@ -1,0 +1,66 @@
+// SPDX-License-Identifier: MIT
+// Helpers of the CLI driver that need no CLI: figures, sizes, mountinfo parsing, dist freshness.
+'use strict';
+
+const test = require('node:test');
+const assert = require('node:assert');
+const fs = require('fs');
+const os = require('os');
+const path = require('path');
+const { spawnSync } = require('child_process');
+const lc = require('../src/lazycache');
+
+test('sumJsonFigures adds the numeric fields of one JSON object per line', () => {
+  const text = 'unmounted /a\n{"mount":"/a","bytes_fetched":100,"frames":2}\n{"mount":"/b","bytes_fetched":50,"frames":1}\nnot json {\n';
+  assert.deepStrictEqual(lc.sumJsonFigures(text), { bytes_fetched: 150, frames: 3 });
+});
+
+test('formatBytes', () => {
+  assert.strictEqual(lc.formatBytes(512), '512 B');
+  assert.strictEqual(lc.formatBytes(1536), '1.5 KiB');
+  assert.strictEqual(lc.formatBytes(3 * 1024 * 1024 * 1024), '3.0 GiB');
+});
+
+test('fuseMountPoints reads FUSE mounts from mountinfo, with octal escapes', () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lc-mi-'));
+  const f = path.join(dir, 'mountinfo');
+  fs.writeFileSync(f, [
+    '36 35 98:0 / /mnt/a\\040b rw,nosuid - fuse.lazycache lazycache rw,user_id=0',
+    '37 35 98:0 / /home/u/.npm rw - fuse lazycache rw',
+    '38 35 8:1 / / rw - ext4 /dev/sda1 rw',
+  ].join('\n'));
+  assert.deepStrictEqual([...lc.fuseMountPoints(f)].sort(), ['/home/u/.npm', '/mnt/a b']);
+  assert.strictEqual(lc.fuseMountPoints(path.join(dir, 'missing')).size, 0);
+  fs.rmSync(dir, { recursive: true });
+});
+
+test('findLazycache honours LAZYCACHE_BIN, then PATH, and wants an executable', () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lc-bin-'));
+  const bin = path.join(dir, 'lazycache');
+  fs.writeFileSync(bin, '#!/bin/sh\n');
+  assert.strictEqual(lc.findLazycache({ PATH: dir }), '');  // not executable
+  fs.chmodSync(bin, 0o755);
+  assert.strictEqual(lc.findLazycache({ PATH: `/nonexistent:${dir}` }), bin);
+  assert.strictEqual(lc.findLazycache({ LAZYCACHE_BIN: bin, PATH: '' }), bin);
+  assert.strictEqual(lc.findLazycache({ LAZYCACHE_BIN: path.join(dir, 'nope'), PATH: dir }), '');
+  fs.rmSync(dir, { recursive: true });
+});
+
+test('committed dist/ is what build.js makes from src/', () => {
+  const r = spawnSync(process.execPath, [path.join(__dirname, '..', 'build.js'), '--check'], { encoding: 'utf8' });
+  assert.strictEqual(r.status, 0, r.stderr);
+});
+
+test('dist entry points run with no node_modules and fail cleanly without inputs', () => {
+  const env = { PATH: process.env.PATH };
+  for (const entry of ['main.js', 'post.js']) {
+    const r = spawnSync(process.execPath, [path.join(__dirname, '..', 'dist', entry)], { encoding: 'utf8', env });
+    if (entry === 'main.js') {
+      assert.strictEqual(r.status, 1);
+      assert.match(r.stdout, /::error::Input required and not supplied: key/);
+    } else {
+      assert.strictEqual(r.status, 0);
+      assert.match(r.stdout, /Nothing to do: the main step did not get as far as restoring/);
+    }
+  }
+});

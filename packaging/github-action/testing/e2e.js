@@ -1,0 +1,191 @@
+#!/usr/bin/env node
+// SPDX-License-Identifier: MIT
+// End-to-end test of the action: runs the committed dist/main.js and then dist/post.js as the
+// runner does (INPUT_*, GITHUB_OUTPUT/GITHUB_STATE/GITHUB_STEP_SUMMARY files, STATE_* handed from
+// main to post, job-status re-evaluated for post) with the real lazycache CLI against an S3
+// server on loopback, and checks outputs, state, summary and the store for:
+//   a miss followed by a save; an exact hit (mount, and extract); a partial hit via restore-keys;
+//   lookup-only; fail-on-cache-miss; a failed job (no save) and save-always (save).
+// Usage: e2e.js LAZYCACHE S3_ENV_FILE   (S3_ENV_FILE as tests/servers/swift-s3.sh writes it)
+'use strict';
+
+const assert = require('node:assert');
+const fs = require('fs');
+const path = require('path');
+const { spawnSync } = require('child_process');
+const { RunnerEnv } = require('./runner_env');
+const lc = require('../src/lazycache');
+
+const [lazycache, envFile] = process.argv.slice(2);
+if (!lazycache || !envFile) {
+  console.error('usage: e2e.js LAZYCACHE S3_ENV_FILE');
+  process.exit(2);
+}
+const s3 = Object.fromEntries(fs.readFileSync(envFile, 'utf8').split('\n').filter((l) => l.includes('='))
+  .map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
+const DIST = path.join(__dirname, '..', 'dist');
+// Entries are immutable and the server's data outlives a run: every run uses fresh keys.
+const P = `e2e-${Date.now().toString(36)}-${process.pid}`;
+const storeInputs = { store: `s3://lazycache/action-e2e`, endpoint: s3.S3_ENDPOINT, region: s3.S3_REGION };
+const baseEnv = {
+  PATH: process.env.PATH, LAZYCACHE_BIN: path.resolve(lazycache), LAZYCACHE_CONFIG: '',
+  AWS_ACCESS_KEY_ID: s3.S3_ACCESS_KEY, AWS_SECRET_ACCESS_KEY: s3.S3_SECRET_KEY,
+  LAZYCACHE_CACHE_DIR: '',  // set per runner below
+};
+const envs = [];
+let lastJob = null;  // the logs of the job a failing scenario ran last
+// One workspace for every job (see RunnerEnv); each job starts with it empty.
+const WORKSPACE = fs.mkdtempSync(path.join(require('os').tmpdir(), 'lc-e2e-ws-'));
+
+function step(entry, env) {
+  const r = spawnSync(process.execPath, [path.join(DIST, entry)], { env, encoding: 'utf8', timeout: 120000 });
+  return { status: r.status, log: (r.stdout || '') + (r.stderr || '') };
+}
+
+// One job: main, then `work` (the job's own steps), then post. Returns everything to check.
+function job(inputs, { work = () => {}, jobStatus = 'success' } = {}) {
+  const runner = new RunnerEnv({ workspace: WORKSPACE });
+  envs.push(runner);
+  fs.rmSync(path.join(WORKSPACE, 'deps'), { recursive: true, force: true });
+  const base = { ...baseEnv, LAZYCACHE_CACHE_DIR: path.join(runner.dir, 'chunks') };
+  const all = { path: 'deps', ...storeInputs, ...inputs };
+  const main = step('main.js', runner.env(all, base));
+  const outputs = runner.outputs();
+  const state = runner.state();
+  const deps = path.join(runner.workspace, 'deps');
+  const mountedAfterMain = lc.fuseMountPoints().has(deps);
+  lastJob = { main };
+  work(deps, mountedAfterMain);
+  const post = step('post.js', runner.postEnv({ ...all, 'job-status': jobStatus }, base));
+  lastJob.post = post;
+  return {
+    main, post, outputs, state, deps, mountedAfterMain, mountedAfterPost: lc.fuseMountPoints().has(deps),
+    summary: runner.summary(), runner,
+  };
+}
+
+function lookup(key) {
+  const r = spawnSync(lazycache, ['lookup', '--store', storeInputs.store, '--endpoint', s3.S3_ENDPOINT, '--region',
+    s3.S3_REGION, '--key', key], { env: { ...baseEnv, GITHUB_OUTPUT: '' }, encoding: 'utf8' });
+  assert.strictEqual(r.status, 0, r.stderr);
+  return /cache-hit=true/.test(r.stdout);
+}
+
+function fill(dir) {
+  fs.mkdirSync(path.join(dir, 'pkg'), { recursive: true });
+  fs.writeFileSync(path.join(dir, 'pkg', 'index.js'), 'module.exports = 42;\n');
+  fs.writeFileSync(path.join(dir, 'blob.bin'), Buffer.alloc(300000, 7));
+}
+
+function checkContents(dir) {
+  assert.strictEqual(fs.readFileSync(path.join(dir, 'pkg', 'index.js'), 'utf8'), 'module.exports = 42;\n');
+  assert.ok(fs.readFileSync(path.join(dir, 'blob.bin')).equals(Buffer.alloc(300000, 7)));
+}
+
+const checks = [];
+function scenario(name, fn) { checks.push([name, fn]); }
+
+const K1 = `${P}-npm-1`;
+
+scenario('miss, the job fills the paths, post saves', () => {
+  const j = job({ key: K1, 'restore-keys': `${P}-nothing-` }, { work: (d, mounted) => { assert.ok(!mounted); fill(d); } });
+  assert.strictEqual(j.main.status, 0, j.main.log);
+  assert.strictEqual(j.outputs['cache-hit'], undefined, 'cache-hit is not set on a miss');
+  assert.strictEqual(j.outputs['cache-primary-key'], K1);
+  assert.strictEqual(j.outputs['cache-matched-key'], '');
+  assert.match(j.outputs['mount-time-ms'], /^\d+$/);
+  const st = JSON.parse(j.state.lazycache);
+  assert.strictEqual(st.key, K1);
+  assert.strictEqual(st.matchedKey, '');
+  assert.strictEqual(j.post.status, 0, j.post.log);
+  assert.match(j.post.log, /\[command\]\S+ save /);
+  assert.match(j.summary, /\| Cache hit \| miss \|/);
+  assert.match(j.summary, /\| Saved \| save \(\d+ ms\) \|/);
+  assert.ok(lookup(K1), 'the entry exists after the post step');
+});
+
+scenario('exact hit: mounted in main, unmounted in post, not saved again', () => {
+  const j = job({ key: K1 }, { work: (d, mounted) => { assert.ok(mounted, 'mounted during the job'); checkContents(d); } });
+  assert.strictEqual(j.main.status, 0, j.main.log);
+  assert.strictEqual(j.outputs['cache-hit'], 'true');
+  assert.strictEqual(j.outputs['cache-matched-key'], K1);
+  assert.strictEqual(j.outputs['restore-mode'], 'mount');
+  assert.strictEqual(j.post.status, 0, j.post.log);
+  assert.ok(!j.mountedAfterPost, 'unmounted by the post step');
+  assert.match(j.summary, /\| Cache hit \| exact \|/);
+  assert.match(j.summary, /\| Restore \| mount \|/);
+  assert.match(j.summary, /\| Saved \| no \(exact hit\) \|/);
+  assert.match(j.post.log, /Cache hit occurred on the primary key/);
+});
+
+scenario('exact hit with mode: extract restores plain files', () => {
+  const j = job({ key: K1, mode: 'extract' }, { work: (d, mounted) => { assert.ok(!mounted); checkContents(d); } });
+  assert.strictEqual(j.main.status, 0, j.main.log);
+  assert.strictEqual(j.outputs['cache-hit'], 'true');
+  assert.strictEqual(j.outputs['restore-mode'], 'extract');
+  assert.match(j.summary, /\| Restore \| extract \|/);
+});
+
+scenario('partial hit via restore-keys', () => {
+  const K2 = `${P}-npm-2`;
+  const j = job({ key: K2, 'restore-keys': `${P}-zzz-\n${P}-npm-` }, { work: (d) => checkContents(d) });
+  assert.strictEqual(j.main.status, 0, j.main.log);
+  assert.strictEqual(j.outputs['cache-hit'], 'false');
+  assert.strictEqual(j.outputs['cache-primary-key'], K2);
+  assert.strictEqual(j.outputs['cache-matched-key'], K1);
+  assert.strictEqual(j.post.status, 0, j.post.log);
+  assert.ok(!j.mountedAfterPost);
+  assert.match(j.summary, /\| Cache hit \| partial \(restore-keys\) \|/);
+  assert.match(j.summary, /\| Matched key \| .*-npm-1 \|/);
+});
+
+scenario('lookup-only sets the outputs and mounts nothing', () => {
+  const j = job({ key: K1, 'lookup-only': 'true' }, { work: (d, mounted) => assert.ok(!mounted) });
+  assert.strictEqual(j.main.status, 0, j.main.log);
+  assert.strictEqual(j.outputs['cache-hit'], 'true');
+  assert.strictEqual(j.outputs['restore-mode'], 'lookup');
+  assert.ok(!fs.existsSync(path.join(j.deps, 'pkg')), 'nothing restored');
+  assert.match(j.summary, /\| Saved \| no \(exact hit\) \|/);
+});
+
+scenario('fail-on-cache-miss fails the main step; post saves nothing for the failed job', () => {
+  const K3 = `${P}-absent`;
+  const j = job({ key: K3, 'fail-on-cache-miss': 'true' }, { jobStatus: 'failure' });
+  assert.strictEqual(j.main.status, 1, j.main.log);
+  assert.match(j.main.log, /::error::Failed to restore cache entry\. Exiting as fail-on-cache-miss is set\. Input key: /);
+  assert.strictEqual(j.outputs['cache-hit'], undefined);
+  assert.strictEqual(j.post.status, 0, j.post.log);
+  assert.match(j.summary, /\| Saved \| no \(job failure; save-always is off\) \|/);
+  assert.ok(!lookup(K3));
+});
+
+scenario('a failed job saves a miss only with save-always', () => {
+  const K4 = `${P}-always`;
+  const j = job({ key: K4, 'save-always': 'true', enableCrossOsArchive: 'true' }, { work: fill, jobStatus: 'failure' });
+  assert.match(j.main.log, /::notice::enableCrossOsArchive is accepted for compatibility/);
+  assert.strictEqual(j.post.status, 0, j.post.log);
+  assert.match(j.summary, /\| Saved \| save \(\d+ ms\) \|/);
+  assert.ok(lookup(K4));
+});
+
+let failed = 0;
+for (const [name, fn] of checks) {
+  lastJob = null;
+  try {
+    fn();
+    console.log(`ok - ${name}`);
+  } catch (e) {
+    failed++;
+    console.log(`not ok - ${name}\n${e.stack}`);
+    if (lastJob) console.log(`--- main step log:\n${lastJob.main.log}\n--- post step log:\n${lastJob.post ? lastJob.post.log : '(not run)'}`);
+  }
+}
+// Leave no mount behind, whatever failed.
+for (const r of envs) {
+  const deps = path.join(r.workspace, 'deps');
+  if (lc.fuseMountPoints().has(deps)) spawnSync(lazycache, ['unmount', '--lazy', deps]);
+  if (!failed) r.cleanup();
+}
+if (!failed && !lc.fuseMountPoints().has(path.join(WORKSPACE, 'deps'))) fs.rmSync(WORKSPACE, { recursive: true, force: true });
+console.log(`${checks.length - failed} passed, ${failed} failed`);
+process.exit(failed ? 1 : 0);
