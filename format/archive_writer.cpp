@@ -417,7 +417,7 @@ Result<PackStats> write_archive(const std::vector<PackRoot>& roots, ByteSink& si
       ++model.totals.file_count;
       if (&n == &nodes[n.link_group]) model.totals.file_bytes += n.size;
     } else if (n.type == EntryType::kDirectory) {
-      ++model.totals.dir_count;
+      if (&n != &nodes[0] && !n.implicit_dir) ++model.totals.dir_count;  // tar members only
     } else {
       ++model.totals.symlink_count;
     }
