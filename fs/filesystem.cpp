@@ -338,6 +338,11 @@ MountStats Filesystem::stats() const {
   return s;
 }
 
+size_t Filesystem::reads_in_flight() {
+  std::lock_guard lock(ops_mu_);
+  return ops_.size();
+}
+
 std::vector<EntryId> Filesystem::access_order() const {
   std::lock_guard lock(access_mu_);
   return access_order_;

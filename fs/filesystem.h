@@ -140,6 +140,9 @@ class Filesystem {
   void wait_prefetch_idle() { fetcher_->wait_idle(); }
 
   MountStats stats() const;
+  // Reads whose callback has not run yet. The FUSE glue waits for 0 before it destroys sessions,
+  // so no reply is ever sent on a destroyed session (every read ends within read_timeout_ms).
+  size_t reads_in_flight();
   // Regular files in the order they were first opened (for the learned hot list of the next save).
   std::vector<EntryId> access_order() const;
 

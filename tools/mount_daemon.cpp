@@ -156,6 +156,8 @@ int serve(fs::Filesystem& filesystem, std::vector<std::unique_ptr<fs::FuseMount>
   ignore_error(fs::replace_file(base + ".access", access), "the hot list is an optimisation");
   state.stopped = true;
   write_state();
+  // A read still waiting (its reader killed mid-read) replies on its session: let it finish first.
+  while (filesystem.reads_in_flight() > 0) ::usleep(10000);
   mounts.clear();
   return 0;
 }
