@@ -13,6 +13,8 @@
 #include <vector>
 
 #include "fs/errno_map.h"
+#include "fs/fuse_reply.h"
+#include "fs/overlay_fuse.h"
 
 namespace lazycache::fs {
 namespace {
@@ -21,21 +23,8 @@ static_assert(sizeof(fuse_ino_t) == 8, "inode numbers are entry ids + 2 and need
 
 FuseMount& mount_of(fuse_req_t req) { return *static_cast<FuseMount*>(fuse_req_userdata(req)); }
 
-// The per-op catch-all: an exception never crosses into libfuse, and the request still gets
-// exactly one reply. Handlers reply themselves on every normal path.
-template <typename F>
-void guarded(fuse_req_t req, F&& body) {
-  try {
-    body();
-  } catch (const std::bad_alloc&) {
-    fuse_reply_err(req, ENOMEM);
-  } catch (const std::exception& e) {
-    std::cerr << "lazycache: internal error in a FUSE handler: " << e.what() << "\n";
-    fuse_reply_err(req, EIO);
-  }
-}
-
-void reply_error(fuse_req_t req, const Status& s) { fuse_reply_err(req, errno_for(s)); }
+using fuse_reply::guarded;
+using fuse_reply::reply_error;
 
 struct stat to_stat(const FuseMount& m, EntryId id, const Attr& a) {
   struct stat st;
@@ -215,16 +204,8 @@ void op_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
 
 void op_read(fuse_req_t req, fuse_ino_t, size_t size, off_t off, fuse_file_info* fi) {
   guarded(req, [&] {
-    mount_of(req).filesystem().read(fi->fh, static_cast<uint64_t>(off), size, [req](Result<std::vector<ReadPiece>> r) {
-      if (!r.ok()) return reply_error(req, r.error());
-      std::vector<iovec> iov;
-      iov.reserve(r->size());
-      for (const ReadPiece& p : *r) {
-        iov.push_back(iovec{const_cast<char*>(p.frame->data() + p.offset), p.length});
-      }
-      // fuse_reply_iov copies into the kernel before returning, so the pieces may go after it.
-      fuse_reply_iov(req, iov.data(), static_cast<int>(iov.size()));
-    });
+    mount_of(req).filesystem().read(fi->fh, static_cast<uint64_t>(off), size,
+                                    [req](Result<std::vector<ReadPiece>> r) { fuse_reply::reply_pieces(req, r); });
   });
 }
 
@@ -253,11 +234,7 @@ void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t size) 
     FuseMount& m = mount_of(req);
     auto v = m.filesystem().getxattr(m.to_id(ino), name);
     if (!v.ok()) return reply_error(req, v.error());
-    if (!v->has_value()) return void(fuse_reply_err(req, ENODATA));
-    const std::string& value = **v;
-    if (size == 0) return void(fuse_reply_xattr(req, value.size()));
-    if (value.size() > size) return void(fuse_reply_err(req, ERANGE));
-    fuse_reply_buf(req, value.data(), value.size());
+    fuse_reply::reply_xattr_value(req, size, *v);
   });
 }
 
@@ -266,11 +243,7 @@ void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size) {
     FuseMount& m = mount_of(req);
     auto names = m.filesystem().listxattr(m.to_id(ino));
     if (!names.ok()) return reply_error(req, names.error());
-    std::string list;
-    for (const std::string& n : *names) list.append(n).push_back('\0');
-    if (size == 0) return void(fuse_reply_xattr(req, list.size()));
-    if (list.size() > size) return void(fuse_reply_err(req, ERANGE));
-    fuse_reply_buf(req, list.data(), list.size());
+    fuse_reply::reply_xattr_names(req, size, *names);
   });
 }
 
@@ -314,11 +287,12 @@ Result<std::unique_ptr<FuseMount>> FuseMount::mount(Filesystem& fs, FuseMountCon
     return Status(ErrorCode::kInvalidArgument, "mount root is not a directory of the archive");
   }
   std::unique_ptr<FuseMount> m(new FuseMount(fs, std::move(config)));
-  std::string opts = "ro,default_permissions,fsname=" + m->config_.fsname + ",subtype=lazycache";
+  const bool writable = m->config_.overlay != nullptr;
+  std::string opts = std::string(writable ? "" : "ro,") + "default_permissions,fsname=" + m->config_.fsname + ",subtype=lazycache";
   if (m->config_.allow_other) opts += ",allow_other";
   const char* argv[] = {"lazycache", "-o", opts.c_str()};
   fuse_args args = FUSE_ARGS_INIT(3, const_cast<char**>(argv));
-  m->session_ = fuse_session_new(&args, ops(), sizeof(fuse_lowlevel_ops), m.get());
+  m->session_ = fuse_session_new(&args, writable ? overlay_ops() : ops(), sizeof(fuse_lowlevel_ops), m.get());
   fuse_opt_free_args(&args);
   if (m->session_ == nullptr) return Status(ErrorCode::kInternal, "fuse_session_new failed for " + m->config_.mountpoint);
   if (fuse_session_mount(m->session_, m->config_.mountpoint.c_str()) != 0) {

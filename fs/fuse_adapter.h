@@ -26,6 +26,8 @@ struct fuse_session;
 
 namespace lazycache::fs {
 
+class Overlay;
+
 struct FuseMountConfig {
   std::string mountpoint;
   EntryId root = 0;          // the directory entry served as the mount's top
@@ -38,6 +40,9 @@ struct FuseMountConfig {
   // 64 background requests (readahead, async reads) instead of the kernel's 12.
   unsigned max_background = 64;
   std::string fsname = "lazycache";
+  // Writable mount: every request goes to this overlay (fs/overlay_fuse.h), which outlives the
+  // mount. Null: the read-only op table above.
+  Overlay* overlay = nullptr;
 };
 
 class FuseMount {

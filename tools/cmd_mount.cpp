@@ -4,7 +4,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <condition_variable>
 #include <fstream>
+#include <mutex>
+#include <thread>
 #include <iostream>
 
 #include "format/archive.h"
@@ -12,10 +15,12 @@
 #include "fs/filesystem.h"
 #include "fs/fuse_adapter.h"
 #include "fs/local_files.h"
+#include "fs/overlay.h"
 #include "tools/command.h"
 #include "tools/fuse_probe.h"
 #include "tools/mount_daemon.h"
 #include "tools/mount_state.h"
+#include "tools/save_record.h"
 #include "tools/store_options.h"
 
 namespace lazycache::cli {
@@ -95,6 +100,10 @@ int run_mount(ArgParser& args) {
   args.option("cache-size", "SIZE", "chunk cache bound; least recently used frames are evicted", "10G");
   args.option("fetch-threads", "N", "range reads in flight", "16");
   args.option("read-timeout", "SECONDS", "a read waiting longer fails with EIO", "30");
+  args.flag("read-only", "mount read-only: no upper directory, nothing for unmount --save to save");
+  args.flag("writable", "make an --archive mount writable too (store entries are writable by default)");
+  args.option("upper-dir", "DIR", "where the mount's changes go (default: next to the chunk cache, "
+                                  "CACHE_DIR/../upper/mount-<daemon pid>)");
   args.flag("allow-other", "let other users read the mount (default when run as root)");
   int code = 0;
   if (!args.parse(code)) return code;
@@ -134,6 +143,7 @@ int run_mount(ArgParser& args) {
 
   std::shared_ptr<const ByteSource> source;
   ServeInfo info;
+  std::optional<SaveRecord> record;  // store entries only: what unmount --save needs
   if (from_archive) {
     auto file = LocalFileSource::open(args.get("archive"));
     if (!file.ok()) return fail(file.error());
@@ -151,6 +161,11 @@ int run_mount(ArgParser& args) {
         Status s = fs::make_dirs(p);
         if (!s.ok()) return fail(s);
       }
+      for (const auto& p : paths) {
+        SaveRecord rec{p, entry->primary_key, args.get("scope"), false, 0, "", recorded_store_args(args)};
+        Status recorded = write_save_record(rec);
+        if (!recorded.ok()) return fail(recorded.with_context("recording the key for unmount --save"));
+      }
       std::cout << "cache miss for key " << entry->primary_key << ": nothing mounted";
       for (const auto& p : paths) std::cout << ", " << p << " left as a plain directory";
       std::cout << "\n";
@@ -160,6 +175,7 @@ int run_mount(ArgParser& args) {
     source = open_entry_source(*store, entry->match->object);
     info.archive = (*store)->describe() + " " + entry->match->object.key;
     info.key = entry->match->key;
+    record = SaveRecord{"", entry->primary_key, args.get("scope"), entry->cache_hit(), ::getpid(), "", recorded_store_args(args)};
   }
 
   auto counting = std::make_shared<CountingSource>(source);
@@ -185,6 +201,13 @@ int run_mount(ArgParser& args) {
     return fail(Status(ErrorCode::kUnsupported, "FUSE cannot be used here: " + probe.reason +
                                                     " (lazycache restore --mode auto extracts instead)"));
   }
+  // Writable (the default): one overlay per mount point, its state under --upper-dir or next to
+  // the chunk cache. Declared before `mounts`, so every mount is gone before its overlay.
+  std::vector<std::unique_ptr<fs::Overlay>> overlays;
+  const std::string cache_dir = args.has("cache-dir") ? args.get("cache-dir") : fs::ChunkCache::default_dir();
+  const std::string upper_base = args.has("upper-dir")
+                                     ? absolute_path(args.get("upper-dir"))
+                                     : absolute_path(cache_dir + "/..") + "/upper/mount-" + std::to_string(::getpid());
   std::vector<std::unique_ptr<fs::FuseMount>> mounts;
   for (const auto& pl : *placements) {
     Status s = fs::make_dirs(pl.path);
@@ -193,6 +216,22 @@ int run_mount(ArgParser& args) {
     mc.mountpoint = pl.path;
     mc.root = pl.root;
     mc.allow_other = geteuid() == 0 || args.has("allow-other");
+    std::string state_dir;
+    // A local --archive has no key to save under: read-only unless asked, as before.
+    if (!args.has("read-only") && (!from_archive || args.has("writable"))) {
+      state_dir = placements->size() == 1 ? upper_base : upper_base + "/" + std::to_string(mounts.size());
+      auto overlay = fs::Overlay::open(filesystem, pl.root, fs::OverlayConfig{state_dir});
+      if (!overlay.ok()) return fail(overlay.error().with_context("upper directory " + state_dir));
+      overlays.push_back(std::move(overlay).value());
+      mc.overlay = overlays.back().get();
+    }
+    if (record) {
+      SaveRecord r = *record;
+      r.path = pl.path;
+      r.state_dir = state_dir;
+      Status recorded = write_save_record(r);
+      if (!recorded.ok()) return fail(recorded.with_context("recording the key for unmount --save"));
+    }
     auto m = fs::FuseMount::mount(filesystem, mc);
     if (!m.ok()) return fail(m.error());  // mounts made so far are detached by their destructors
     (*m)->start();
@@ -220,6 +259,25 @@ int run_mount(ArgParser& args) {
             << size_text(source->size()) << "; ready after " << mount_reads << " range reads"
             << (daemon->foreground() ? "" : "; daemon pid " + std::to_string(getpid())) << "\n";
   daemon->ready(kExitOk);
+  // Keeps RUN_DIR/mount-<pid>.access.live current, so `unmount --save` can write the files the
+  // job read first, in order, before it unmounts (the final .access comes only after).
+  std::jthread access_writer([&filesystem](std::stop_token stop) {
+    const std::string file = run_dir() + "/mount-" + std::to_string(::getpid()) + ".access.live";
+    size_t written = 0;
+    std::mutex mu;
+    std::condition_variable_any cv;
+    while (!stop.stop_requested()) {
+      std::vector<format::EntryId> order = filesystem.access_order();
+      if (order.size() != written) {
+        std::string text;
+        for (format::EntryId id : order) text += filesystem.index().path(id) + "\n";
+        ignore_error(fs::replace_file(file, text), "the hot list is an optimisation");
+        written = order.size();
+      }
+      std::unique_lock lock(mu);
+      cv.wait_for(lock, stop, std::chrono::seconds(1), [] { return false; });
+    }
+  });
   return serve(filesystem, mounts, info);
 }
 

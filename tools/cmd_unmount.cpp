@@ -2,6 +2,7 @@
 // `lazycache unmount`: unmount lazycache mounts and print what the job used. See docs/mount.md.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <iostream>
 #include <set>
@@ -10,6 +11,7 @@
 #include "fs/local_files.h"
 #include "tools/command.h"
 #include "tools/mount_state.h"
+#include "tools/unmount_save.h"
 
 namespace lazycache::cli {
 namespace {
@@ -47,6 +49,8 @@ int run_unmount(ArgParser& args) {
   args.flag("all", "unmount every mount started with this run directory (" + run_dir() + ")");
   args.flag("lazy", "detach even while files are open; the daemon exits when the last one closes");
   args.flag("json", "print the figures as one JSON object per mount point");
+  args.flag("save", "first save what changed under the primary key mount recorded (docs/writable.md); "
+                    "a path whose save fails stays mounted");
   int code = 0;
   if (!args.parse(code)) return code;
   std::vector<std::string> paths;
@@ -61,7 +65,13 @@ int run_unmount(ArgParser& args) {
   }
   const bool json = args.has("json");
   int rc = kExitOk;
+  UnmountSaveResult saved;
+  if (args.has("save")) {
+    saved = save_before_unmount(paths);
+    rc = saved.exit_code;
+  }
   for (const auto& path : paths) {
+    if (std::find(saved.keep_mounted.begin(), saved.keep_mounted.end(), path) != saved.keep_mounted.end()) continue;
     if (clean_stale(path)) {
       std::cerr << "lazycache unmount: " << path << ": cleaned up a stale mount (its daemon was gone)\n";
       continue;
@@ -96,11 +106,14 @@ int run_unmount(ArgParser& args) {
       if (!args.has("lazy")) std::cerr << "lazycache unmount: daemon " << daemon->pid << " has not exited yet; figures may be partial\n";
     }
   }
+  // The daemons have exited (not with --lazy: they may still serve open files from the upper
+  // directories, which are then left for the next unmount --save or by hand).
+  if (!args.has("lazy")) clean_after_save(saved.done);
   return rc;
 }
 
 const CommandRegistration reg{"unmount", "unmount lazycache mounts and print what the job fetched",
-                              "[--lazy] [--json] PATH...|--all", run_unmount};
+                              "[--save] [--lazy] [--json] PATH...|--all", run_unmount};
 
 }  // namespace
 }  // namespace lazycache::cli

@@ -1,0 +1,319 @@
+// SPDX-License-Identifier: MIT
+#include "fs/overlay_fuse.h"
+
+#include <fuse_lowlevel.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+
+#include <cstring>
+#include <iostream>
+#include <new>
+#include <vector>
+
+#include "fs/errno_map.h"
+#include "fs/fuse_adapter.h"
+#include "fs/fuse_reply.h"
+#include "fs/overlay.h"
+
+namespace lazycache::fs {
+namespace {
+
+FuseMount& mount_of(fuse_req_t req) { return *static_cast<FuseMount*>(fuse_req_userdata(req)); }
+Overlay& overlay_of(fuse_req_t req) { return *mount_of(req).config().overlay; }
+
+using fuse_reply::guarded;
+using fuse_reply::reply_error;
+void reply_status(fuse_req_t req, const Status& s) { fuse_reply_err(req, s.ok() ? 0 : errno_for(s)); }
+
+Caller caller(fuse_req_t req) {
+  const fuse_ctx* ctx = fuse_req_ctx(req);
+  return Caller{ctx->uid, ctx->gid, ctx->umask};
+}
+
+fuse_entry_param entry_param(fuse_req_t req, const OverlayEntry& e) {
+  fuse_entry_param p;
+  std::memset(&p, 0, sizeof(p));
+  p.ino = e.ino;
+  p.generation = 1;
+  p.attr = e.st;
+  p.attr_timeout = mount_of(req).config().timeout_seconds;
+  p.entry_timeout = mount_of(req).config().timeout_seconds;
+  return p;
+}
+
+void reply_entry(fuse_req_t req, const Result<OverlayEntry>& e) {
+  if (!e.ok()) return reply_error(req, e.error());
+  fuse_entry_param p = entry_param(req, *e);
+  if (fuse_reply_entry(req, &p) != 0) overlay_of(req).forget(e->ino, 1);  // the caller went away
+}
+
+void op_init(void* userdata, fuse_conn_info* conn) {
+  auto* m = static_cast<FuseMount*>(userdata);
+  conn->max_background = m->config().max_background;
+  conn->congestion_threshold = m->config().max_background * 3 / 4;
+  // Plain readdir: readdirplus would count lookups for every listed name.
+  conn->want &= ~(FUSE_CAP_READDIRPLUS | FUSE_CAP_READDIRPLUS_AUTO);
+  // The caller's umask is applied by the kernel before the mode reaches us.
+  conn->want &= ~FUSE_CAP_DONT_MASK;
+}
+
+void op_lookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
+  guarded(req, [&] {
+    auto e = overlay_of(req).lookup(parent, name);
+    if (!e.ok() && e.error().code() == ErrorCode::kNotFound) {
+      // No negative caching: the name may be created later by this mount's own users, and the
+      // kernel drops negative entries it created itself, but not ones made by a rename over a
+      // whiteout it never saw.
+      return void(fuse_reply_err(req, ENOENT));
+    }
+    reply_entry(req, e);
+  });
+}
+
+void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t n) {
+  overlay_of(req).forget(ino, n);
+  fuse_reply_none(req);
+}
+
+void op_forget_multi(fuse_req_t req, size_t count, fuse_forget_data* list) {
+  for (size_t i = 0; i < count; ++i) overlay_of(req).forget(list[i].ino, list[i].nlookup);
+  fuse_reply_none(req);
+}
+
+void op_getattr(fuse_req_t req, fuse_ino_t ino, fuse_file_info*) {
+  guarded(req, [&] {
+    auto st = overlay_of(req).getattr(ino);
+    if (!st.ok()) return reply_error(req, st.error());
+    fuse_reply_attr(req, &*st, mount_of(req).config().timeout_seconds);
+  });
+}
+
+void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set, fuse_file_info* fi) {
+  guarded(req, [&] {
+    SetAttr a;
+    if (to_set & FUSE_SET_ATTR_MODE) a.mode = attr->st_mode;
+    if (to_set & FUSE_SET_ATTR_UID) a.uid = attr->st_uid;
+    if (to_set & FUSE_SET_ATTR_GID) a.gid = attr->st_gid;
+    if (to_set & FUSE_SET_ATTR_SIZE) a.size = static_cast<uint64_t>(attr->st_size);
+    if (to_set & FUSE_SET_ATTR_ATIME_NOW) a.atime = timespec{0, UTIME_NOW};
+    else if (to_set & FUSE_SET_ATTR_ATIME) a.atime = attr->st_atim;
+    if (to_set & FUSE_SET_ATTR_MTIME_NOW) a.mtime = timespec{0, UTIME_NOW};
+    else if (to_set & FUSE_SET_ATTR_MTIME) a.mtime = attr->st_mtim;
+    std::optional<uint64_t> handle;
+    if (fi != nullptr) handle = fi->fh;
+    auto st = overlay_of(req).setattr(ino, a, handle);
+    if (!st.ok()) return reply_error(req, st.error());
+    fuse_reply_attr(req, &*st, mount_of(req).config().timeout_seconds);
+  });
+}
+
+void op_readlink(fuse_req_t req, fuse_ino_t ino) {
+  guarded(req, [&] {
+    auto target = overlay_of(req).readlink(ino);
+    if (!target.ok()) return reply_error(req, target.error());
+    fuse_reply_readlink(req, target->c_str());
+  });
+}
+
+void op_mknod(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode, dev_t) {
+  guarded(req, [&] { reply_entry(req, overlay_of(req).mknod(parent, name, mode, caller(req))); });
+}
+
+void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode) {
+  guarded(req, [&] { reply_entry(req, overlay_of(req).mkdir(parent, name, mode, caller(req))); });
+}
+
+void op_symlink(fuse_req_t req, const char* target, fuse_ino_t parent, const char* name) {
+  guarded(req, [&] { reply_entry(req, overlay_of(req).symlink(target, parent, name, caller(req))); });
+}
+
+void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t parent, const char* name) {
+  guarded(req, [&] { reply_entry(req, overlay_of(req).link(ino, parent, name)); });
+}
+
+void op_unlink(fuse_req_t req, fuse_ino_t parent, const char* name) {
+  guarded(req, [&] { reply_status(req, overlay_of(req).unlink(parent, name)); });
+}
+
+void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char* name) {
+  guarded(req, [&] { reply_status(req, overlay_of(req).rmdir(parent, name)); });
+}
+
+void op_rename(fuse_req_t req, fuse_ino_t parent, const char* name, fuse_ino_t new_parent, const char* new_name,
+               unsigned int flags) {
+  guarded(req, [&] { reply_status(req, overlay_of(req).rename(parent, name, new_parent, new_name, flags)); });
+}
+
+void op_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+  guarded(req, [&] {
+    bool keep = false;
+    auto h = overlay_of(req).open(ino, fi->flags, &keep);
+    if (!h.ok()) return reply_error(req, h.error());
+    fi->fh = *h;
+    fi->keep_cache = keep ? 1 : 0;
+    if (fuse_reply_open(req, fi) != 0) overlay_of(req).release(*h);
+  });
+}
+
+void op_create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode, fuse_file_info* fi) {
+  guarded(req, [&] {
+    auto r = overlay_of(req).create(parent, name, mode, fi->flags, caller(req));
+    if (!r.ok()) return reply_error(req, r.error());
+    fi->fh = r->second;
+    fuse_entry_param p = entry_param(req, r->first);
+    if (fuse_reply_create(req, &p, fi) != 0) {
+      overlay_of(req).release(r->second);
+      overlay_of(req).forget(r->first.ino, 1);
+    }
+  });
+}
+
+void op_read(fuse_req_t req, fuse_ino_t, size_t size, off_t off, fuse_file_info* fi) {
+  guarded(req, [&] {
+    overlay_of(req).read(fi->fh, static_cast<uint64_t>(off), size,
+                         [req](Result<std::vector<ReadPiece>> r) { fuse_reply::reply_pieces(req, r); });
+  });
+}
+
+void op_write(fuse_req_t req, fuse_ino_t, const char* buf, size_t size, off_t off, fuse_file_info* fi) {
+  guarded(req, [&] {
+    auto n = overlay_of(req).write(fi->fh, std::span<const char>(buf, size), static_cast<uint64_t>(off));
+    if (!n.ok()) return reply_error(req, n.error());
+    fuse_reply_write(req, *n);
+  });
+}
+
+void op_flush(fuse_req_t req, fuse_ino_t, fuse_file_info*) { fuse_reply_err(req, 0); }
+
+void op_fsync(fuse_req_t req, fuse_ino_t, int datasync, fuse_file_info* fi) {
+  guarded(req, [&] { reply_status(req, overlay_of(req).fsync(fi->fh, datasync != 0)); });
+}
+
+void op_release(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) {
+  overlay_of(req).release(fi->fh);
+  fuse_reply_err(req, 0);
+}
+
+// A directory handle is the listing taken at opendir: offsets index into it, so entries made or
+// removed during a listing neither repeat nor shift the rest.
+struct DirHandle {
+  std::vector<DirEntryInfo> entries;
+};
+
+void op_opendir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+  guarded(req, [&] {
+    auto list = overlay_of(req).list(ino);
+    if (!list.ok()) return reply_error(req, list.error());
+    auto* d = new DirHandle{std::move(list).value()};
+    fi->fh = reinterpret_cast<uint64_t>(d);
+    if (fuse_reply_open(req, fi) != 0) delete d;
+  });
+}
+
+void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info* fi) {
+  guarded(req, [&] {
+    const auto* d = reinterpret_cast<const DirHandle*>(fi->fh);
+    std::vector<char> buf(size);
+    size_t used = 0;
+    auto add = [&](const char* name, uint64_t entry_ino, uint32_t type, off_t next) {
+      struct stat st;
+      std::memset(&st, 0, sizeof(st));
+      st.st_ino = entry_ino;
+      st.st_mode = type;
+      const size_t n = fuse_add_direntry(req, buf.data() + used, size - used, name, &st, next);
+      if (n > size - used) return false;
+      used += n;
+      return true;
+    };
+    // Offsets: 1 after ".", 2 after "..", 3 + i after entry i.
+    if (off < 1 && !add(".", ino, S_IFDIR, 1)) return void(fuse_reply_buf(req, buf.data(), used));
+    if (off < 2 && !add("..", ino, S_IFDIR, 2)) return void(fuse_reply_buf(req, buf.data(), used));
+    for (size_t i = off < 3 ? 0 : static_cast<size_t>(off) - 2; i < d->entries.size(); ++i) {
+      const DirEntryInfo& e = d->entries[i];
+      if (!add(e.name.c_str(), e.ino, e.type, static_cast<off_t>(i + 3))) break;
+    }
+    fuse_reply_buf(req, buf.data(), used);
+  });
+}
+
+void op_releasedir(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) {
+  delete reinterpret_cast<DirHandle*>(fi->fh);
+  fuse_reply_err(req, 0);
+}
+
+void op_fsyncdir(fuse_req_t req, fuse_ino_t, int, fuse_file_info*) { fuse_reply_err(req, 0); }
+
+void op_statfs(fuse_req_t req, fuse_ino_t) {
+  guarded(req, [&] {
+    auto st = overlay_of(req).statfs();
+    if (!st.ok()) return reply_error(req, st.error());
+    fuse_reply_statfs(req, &*st);
+  });
+}
+
+void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char* name, const char* value, size_t size, int flags) {
+  guarded(req, [&] { reply_status(req, overlay_of(req).setxattr(ino, name, std::string_view(value, size), flags)); });
+}
+
+void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t size) {
+  guarded(req, [&] {
+    auto v = overlay_of(req).getxattr(ino, name);
+    if (!v.ok()) return reply_error(req, v.error());
+    fuse_reply::reply_xattr_value(req, size, *v);
+  });
+}
+
+void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size) {
+  guarded(req, [&] {
+    auto names = overlay_of(req).listxattr(ino);
+    if (!names.ok()) return reply_error(req, names.error());
+    fuse_reply::reply_xattr_names(req, size, *names);
+  });
+}
+
+void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char* name) {
+  guarded(req, [&] { reply_status(req, overlay_of(req).removexattr(ino, name)); });
+}
+
+}  // namespace
+
+const fuse_lowlevel_ops* overlay_ops() {
+  static const fuse_lowlevel_ops table = [] {
+    fuse_lowlevel_ops o;
+    std::memset(&o, 0, sizeof(o));
+    o.init = op_init;
+    o.lookup = op_lookup;
+    o.forget = op_forget;
+    o.forget_multi = op_forget_multi;
+    o.getattr = op_getattr;
+    o.setattr = op_setattr;
+    o.readlink = op_readlink;
+    o.mknod = op_mknod;
+    o.mkdir = op_mkdir;
+    o.symlink = op_symlink;
+    o.link = op_link;
+    o.unlink = op_unlink;
+    o.rmdir = op_rmdir;
+    o.rename = op_rename;
+    o.open = op_open;
+    o.create = op_create;
+    o.read = op_read;
+    o.write = op_write;
+    o.flush = op_flush;
+    o.fsync = op_fsync;
+    o.release = op_release;
+    o.opendir = op_opendir;
+    o.readdir = op_readdir;
+    o.releasedir = op_releasedir;
+    o.fsyncdir = op_fsyncdir;
+    o.statfs = op_statfs;
+    o.setxattr = op_setxattr;
+    o.getxattr = op_getxattr;
+    o.listxattr = op_listxattr;
+    o.removexattr = op_removexattr;
+    return o;
+  }();
+  return &table;
+}
+
+}  // namespace lazycache::fs

@@ -1,0 +1,361 @@
+// SPDX-License-Identifier: MIT
+// fs::Overlay without FUSE: the same changes are made to the overlay (over a packed archive) and
+// to a plain copy of the packed tree with system calls; the merged view must then match the
+// plain directory entry for entry (type, mode, size, content, symlink target), and every step
+// must fail or succeed with the same errno.
+#include <catch2/catch.hpp>
+
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <map>
+
+#include "format/archive_test_util.h"
+#include "fs/errno_map.h"
+#include "fs/local_files.h"
+#include "fs/overlay.h"
+#include "fs/fs_test_util.h"
+
+using namespace lazycache;
+using lazycache::testing::TempDir;
+
+namespace {
+
+struct World {
+  TempDir dir;
+  std::string plain = dir / "plain";
+  std::unique_ptr<fs::Filesystem> lower;
+  std::unique_ptr<fs::Overlay> overlay;
+
+  World() {
+    testing::make_node_like_tree(dir / "t", 12);
+    format::PackConfig cfg;
+    cfg.frame_size_bytes = 32 << 10;  // several frames per big file: copy-up must fetch them all
+    testing::pack_paths(dir.path(), {"t"}, dir / "a.tar.zst", cfg);
+    REQUIRE(std::system(("cp -a '" + (dir / "t") + "' '" + plain + "'").c_str()) == 0);
+    lower = std::make_unique<fs::Filesystem>(testing::open_archive(dir / "a.tar.zst"), nullptr);
+    auto root = lower->index().lookup_path("t");
+    REQUIRE(root);
+    auto o = fs::Overlay::open(*lower, *root, fs::OverlayConfig{dir / "state"});
+    REQUIRE(o.ok());
+    overlay = std::move(o).value();
+  }
+
+  // "a/b" -> (parent ino, "b"), walking with lookup() as the kernel does.
+  std::pair<uint64_t, std::string> parent_of(const std::string& rel) {
+    uint64_t ino = fs::Overlay::kRootIno;
+    size_t pos = 0;
+    while (true) {
+      size_t slash = rel.find('/', pos);
+      if (slash == std::string::npos) return {ino, rel.substr(pos)};
+      auto e = overlay->lookup(ino, rel.substr(pos, slash - pos));
+      if (!e.ok()) return {0, ""};
+      ino = e->ino;
+      pos = slash + 1;
+    }
+  }
+  uint64_t ino(const std::string& rel) {
+    if (rel.empty()) return fs::Overlay::kRootIno;
+    auto [p, name] = parent_of(rel);
+    auto e = overlay->lookup(p, name);
+    return e.ok() ? e->ino : 0;
+  }
+};
+
+int err_of(const Status& s) { return s.ok() ? 0 : fs::errno_for(s); }
+int sys(int rc) { return rc == 0 ? 0 : errno; }
+
+// One description per entry of the merged view, read through the overlay.
+void describe_overlay(World& w, uint64_t ino, const std::string& rel, std::map<std::string, std::string>& out) {
+  auto list = w.overlay->list(ino);
+  REQUIRE(list.ok());
+  for (const auto& e : *list) {
+    const std::string path = rel.empty() ? e.name : rel + "/" + e.name;
+    auto ent = w.overlay->lookup(ino, e.name);
+    REQUIRE(ent.ok());
+    const struct stat& st = ent->st;
+    std::string d = std::to_string(st.st_mode & S_IFMT) + " " + std::to_string(st.st_mode & 07777);
+    if (S_ISREG(st.st_mode)) {
+      auto h = w.overlay->open(ent->ino, O_RDONLY);
+      REQUIRE(h.ok());
+      auto bytes = w.overlay->read_sync(*h, 0, static_cast<size_t>(st.st_size) + 10);
+      REQUIRE(bytes.ok());
+      w.overlay->release(*h);
+      d += " size=" + std::to_string(st.st_size) + " content=" + testing::digest_of(*bytes).hex();
+    } else if (S_ISLNK(st.st_mode)) {
+      auto t = w.overlay->readlink(ent->ino);
+      REQUIRE(t.ok());
+      d += " -> " + *t;
+    } else {
+      describe_overlay(w, ent->ino, path, out);
+    }
+    out[path] = d;
+  }
+}
+
+void describe_plain(const std::string& root, const std::string& rel, std::map<std::string, std::string>& out) {
+  for (const std::string& name : fs::list_dir(rel.empty() ? root : root + "/" + rel)) {
+    const std::string path = rel.empty() ? name : rel + "/" + name;
+    const std::string full = root + "/" + path;
+    struct stat st;
+    REQUIRE(::lstat(full.c_str(), &st) == 0);
+    std::string d = std::to_string(st.st_mode & S_IFMT) + " " + std::to_string(st.st_mode & 07777);
+    if (S_ISREG(st.st_mode)) {
+      d += " size=" + std::to_string(st.st_size) + " content=" + testing::digest_of(testing::read_file(full)).hex();
+    } else if (S_ISLNK(st.st_mode)) {
+      char buf[4096];
+      ssize_t n = ::readlink(full.c_str(), buf, sizeof buf);
+      d += " -> " + std::string(buf, static_cast<size_t>(n));
+    } else {
+      describe_plain(root, path, out);
+    }
+    out[path] = d;
+  }
+}
+
+void require_same_view(World& w) {
+  std::map<std::string, std::string> a, b;
+  describe_overlay(w, fs::Overlay::kRootIno, "", a);
+  describe_plain(w.plain, "", b);
+  for (const auto& [path, d] : b) {
+    INFO(path);
+    REQUIRE(a.count(path) == 1);
+    CHECK(a[path] == d);
+  }
+  for (const auto& [path, d] : a) {
+    INFO(path);
+    CHECK(b.count(path) == 1);
+  }
+}
+
+Status write_at(World& w, const std::string& rel, const std::string& data, uint64_t off, int flags = O_RDWR) {
+  LC_ASSIGN_OR_RETURN(uint64_t h, w.overlay->open(w.ino(rel), flags));
+  auto n = w.overlay->write(h, std::span<const char>(data.data(), data.size()), off);
+  w.overlay->release(h);
+  return n.status();
+}
+
+void plain_write_at(World& w, const std::string& rel, const std::string& data, off_t off) {
+  int fd = ::open((w.plain + "/" + rel).c_str(), O_RDWR);
+  REQUIRE(fd >= 0);
+  REQUIRE(::pwrite(fd, data.data(), data.size(), off) == static_cast<ssize_t>(data.size()));
+  ::close(fd);
+}
+
+}  // namespace
+
+TEST_CASE("overlay: an untouched overlay shows the archive and records no change", "[unit]") {
+  World w;
+  require_same_view(w);
+  CHECK_FALSE(w.overlay->changed());
+  CHECK(w.overlay->copy_ups() == 0);
+}
+
+TEST_CASE("overlay: writing an archive file copies it up once, keeps its inode, and open readers see the change", "[unit]") {
+  World w;
+  const std::string big = "node_modules/pkg-0/lib/big.bin";
+  const uint64_t ino = w.ino(big);
+  REQUIRE(ino != 0);
+  auto reader = w.overlay->open(ino, O_RDONLY);
+  REQUIRE(reader.ok());
+  auto before = w.overlay->read_sync(*reader, 100000, 16);
+  REQUIRE(before.ok());
+  REQUIRE(write_at(w, big, "HELLO-OVERLAY", 100000).ok());
+  plain_write_at(w, big, "HELLO-OVERLAY", 100000);
+  auto after = w.overlay->read_sync(*reader, 100000, 13);
+  REQUIRE(after.ok());
+  CHECK(*after == "HELLO-OVERLAY");  // the descriptor opened before the copy-up follows it
+  w.overlay->release(*reader);
+  CHECK(w.ino(big) == ino);
+  auto st = w.overlay->getattr(ino);
+  REQUIRE(st.ok());
+  CHECK(st->st_ino == ino);
+  REQUIRE(write_at(w, big, "again", 5).ok());
+  plain_write_at(w, big, "again", 5);
+  CHECK(w.overlay->copy_ups() == 1);
+  CHECK(w.overlay->changed());
+  require_same_view(w);
+}
+
+TEST_CASE("overlay: O_TRUNC and truncate copy up only what stays", "[unit]") {
+  World w;
+  const std::string big = "node_modules/pkg-10/lib/big.bin";
+  fs::SetAttr shrink;
+  shrink.size = 1000;
+  REQUIRE(w.overlay->setattr(w.ino(big), shrink, std::nullopt).ok());
+  REQUIRE(::truncate((w.plain + "/" + big).c_str(), 1000) == 0);
+  // Only the first frame was needed: far fewer bytes served than the file holds.
+  CHECK(w.lower->stats().bytes_served <= 1000);
+  auto h = w.overlay->open(w.ino("node_modules/pkg-3/index.js"), O_WRONLY | O_TRUNC);
+  REQUIRE(h.ok());
+  w.overlay->release(*h);
+  REQUIRE(::truncate((w.plain + "/node_modules/pkg-3/index.js").c_str(), 0) == 0);
+  require_same_view(w);
+}
+
+TEST_CASE("overlay: unlink, rmdir and re-creation behave as on a plain directory", "[unit]") {
+  World w;
+  // rmdir of a non-empty archive directory fails the same way.
+  auto [p1, n1] = w.parent_of("node_modules/pkg-1");
+  CHECK(err_of(w.overlay->rmdir(p1, n1)) == sys(::rmdir((w.plain + "/node_modules/pkg-1").c_str())));
+  // unlink of a directory, rmdir of a file, unlink of a missing name.
+  CHECK(err_of(w.overlay->unlink(p1, n1)) == sys(::unlink((w.plain + "/node_modules/pkg-1").c_str())));
+  auto [p2, n2] = w.parent_of("node_modules/pkg-1/index.js");
+  CHECK(err_of(w.overlay->rmdir(p2, n2)) == sys(::rmdir((w.plain + "/node_modules/pkg-1/index.js").c_str())));
+  CHECK(err_of(w.overlay->unlink(p2, "nope")) == sys(::unlink((w.plain + "/node_modules/pkg-1/nope").c_str())));
+  // Empty pkg-1 completely, remove it, make a new directory of the same name: it is empty.
+  for (const char* rel : {"index.js", "package.json"}) {
+    CHECK(err_of(w.overlay->unlink(p2, rel)) == 0);
+    REQUIRE(::unlink((w.plain + "/node_modules/pkg-1/" + rel).c_str()) == 0);
+  }
+  auto [p3, n3] = w.parent_of("node_modules/pkg-1/lib/util.js");
+  CHECK(err_of(w.overlay->unlink(p3, n3)) == 0);
+  REQUIRE(::unlink((w.plain + "/node_modules/pkg-1/lib/util.js").c_str()) == 0);
+  CHECK(err_of(w.overlay->rmdir(p2, "lib")) == 0);
+  REQUIRE(::rmdir((w.plain + "/node_modules/pkg-1/lib").c_str()) == 0);
+  CHECK(err_of(w.overlay->rmdir(p1, n1)) == 0);
+  REQUIRE(::rmdir((w.plain + "/node_modules/pkg-1").c_str()) == 0);
+  auto made = w.overlay->mkdir(p1, n1, 0750, fs::Caller{});
+  REQUIRE(made.ok());
+  REQUIRE(::mkdir((w.plain + "/node_modules/pkg-1").c_str(), 0750) == 0);
+  auto kids = w.overlay->list(made->ino);
+  REQUIRE(kids.ok());
+  CHECK(kids->empty());
+  // A new file where an archive file was deleted, and a reserved name.
+  auto [p4, n4] = w.parent_of("node_modules/pkg-2/index.js");
+  REQUIRE(w.overlay->unlink(p4, n4).ok());
+  auto created = w.overlay->create(p4, n4, 0600, O_WRONLY | O_CREAT | O_EXCL, fs::Caller{});
+  REQUIRE(created.ok());
+  REQUIRE(w.overlay->write(created->second, std::span<const char>("new\n", 4), 0).ok());
+  w.overlay->release(created->second);
+  testing::write_file(w.plain + "/node_modules/pkg-2/index.js", "new\n", 0600);
+  CHECK(err_of(w.overlay->mkdir(p4, ".wh.x", 0755, fs::Caller{}).status()) == EPERM);
+  CHECK(err_of(w.overlay->mkdir(p4, "lib", 0755, fs::Caller{}).status()) == EEXIST);
+  require_same_view(w);
+}
+
+TEST_CASE("overlay: rename of files and archive directories, over existing names", "[unit]") {
+  World w;
+  auto rn = [&](const std::string& a, const std::string& b, unsigned flags = 0) {
+    auto [pa, na] = w.parent_of(a);
+    auto [pb, nb] = w.parent_of(b);
+    int mine = err_of(w.overlay->rename(pa, na, pb, nb, flags));
+    int theirs = sys(::renameat2(AT_FDCWD, (w.plain + "/" + a).c_str(), AT_FDCWD, (w.plain + "/" + b).c_str(), flags));
+    INFO(a + " -> " + b);
+    CHECK(mine == theirs);
+  };
+  rn("node_modules/pkg-3/index.js", "node_modules/pkg-4/index.js");        // over an archive file
+  rn("node_modules/pkg-5/package.json", "node_modules/pkg-5/moved.json");  // to a new name
+  rn("node_modules/pkg-6", "node_modules/renamed-6");                      // archive dir, with its tree
+  rn("node_modules/renamed-6/lib", "node_modules/renamed-6/lib/inner");    // into itself: EINVAL
+  rn("node_modules/pkg-7", "node_modules/pkg-8");                          // over a non-empty dir: ENOTEMPTY
+  rn("node_modules/pkg-9/index.js", "node_modules/pkg-9/lib");             // file over dir: EISDIR
+  rn("node_modules/pkg-9/lib", "node_modules/pkg-9/index.js");             // dir over file: ENOTDIR
+  rn("node_modules/pkg-2/index.js", "node_modules/pkg-2/package.json", RENAME_NOREPLACE);  // EEXIST
+  rn("node_modules/missing", "node_modules/x");                            // ENOENT
+  rn("node_modules/pkg-11/lib", "node_modules/pkg-0/empty-dir");           // dir over an empty archive dir
+  // Renamed archive directory: every file came along, the old name is gone for good.
+  CHECK(w.ino("node_modules/pkg-6") == 0);
+  CHECK(w.ino("node_modules/renamed-6/lib/util.js") != 0);
+  require_same_view(w);
+}
+
+TEST_CASE("overlay: symlink, hardlink, chmod, chown, utimens, xattrs, open-unlinked", "[unit]") {
+  World w;
+  auto [p, n] = w.parent_of("node_modules/pkg-1/index.js");
+  REQUIRE(w.overlay->symlink("index.js", p, "alias.js", fs::Caller{}).ok());
+  REQUIRE(::symlink("index.js", (w.plain + "/node_modules/pkg-1/alias.js").c_str()) == 0);
+  auto linked = w.overlay->link(w.ino("node_modules/pkg-1/index.js"), p, "hard.js");
+  REQUIRE(linked.ok());
+  REQUIRE(::link((w.plain + "/node_modules/pkg-1/index.js").c_str(), (w.plain + "/node_modules/pkg-1/hard.js").c_str()) == 0);
+  CHECK(linked->ino == w.ino("node_modules/pkg-1/index.js"));
+  CHECK(linked->st.st_nlink == 2);
+  fs::SetAttr chmod;
+  chmod.mode = 0600;
+  REQUIRE(w.overlay->setattr(w.ino("node_modules/pkg-1/package.json"), chmod, std::nullopt).ok());
+  REQUIRE(::chmod((w.plain + "/node_modules/pkg-1/package.json").c_str(), 0600) == 0);
+  chmod.mode = 0700;
+  REQUIRE(w.overlay->setattr(w.ino("node_modules/pkg-1/lib"), chmod, std::nullopt).ok());
+  REQUIRE(::chmod((w.plain + "/node_modules/pkg-1/lib").c_str(), 0700) == 0);
+  fs::SetAttr times;
+  times.mtime = timespec{1234567890, 5};
+  auto st = w.overlay->setattr(w.ino("node_modules/pkg-2/index.js"), times, std::nullopt);
+  REQUIRE(st.ok());
+  CHECK(st->st_mtim.tv_sec == 1234567890);
+  CHECK(st->st_mtim.tv_nsec == 5);
+  if (geteuid() == 0) {
+    fs::SetAttr own;
+    own.uid = 4321;
+    auto o = w.overlay->setattr(w.ino("node_modules/pkg-2/package.json"), own, std::nullopt);
+    REQUIRE(o.ok());
+    CHECK(o->st_uid == 4321);
+  }
+  const uint64_t x = w.ino("node_modules/pkg-2/package.json");
+  Status set = w.overlay->setxattr(x, "user.lazycache-test", "v1", 0);
+  if (set.ok()) {
+    auto v = w.overlay->getxattr(x, "user.lazycache-test");
+    REQUIRE(v.ok());
+    CHECK(v->value_or("") == "v1");
+    CHECK(err_of(w.overlay->setxattr(x, "user.lazycache-test", "v2", XATTR_CREATE)) == EEXIST);
+    REQUIRE(w.overlay->removexattr(x, "user.lazycache-test").ok());
+    auto gone = w.overlay->getxattr(x, "user.lazycache-test");
+    REQUIRE(gone.ok());
+    CHECK_FALSE(gone->has_value());
+  } else {
+    WARN("the upper file system has no user xattrs: " << set.to_string());
+  }
+  // Open, unlink, keep reading and writing: as on a disk.
+  const uint64_t victim = w.ino("node_modules/pkg-3/lib/util.js");
+  auto h = w.overlay->open(victim, O_RDWR);
+  REQUIRE(h.ok());
+  auto [pv, nv] = w.parent_of("node_modules/pkg-3/lib/util.js");
+  REQUIRE(w.overlay->unlink(pv, nv).ok());
+  REQUIRE(::unlink((w.plain + "/node_modules/pkg-3/lib/util.js").c_str()) == 0);
+  REQUIRE(w.overlay->write(*h, std::span<const char>("zz", 2), 0).ok());
+  auto back = w.overlay->read_sync(*h, 0, 2);
+  REQUIRE(back.ok());
+  CHECK(*back == "zz");
+  auto gone_st = w.overlay->getattr(victim);
+  REQUIRE(gone_st.ok());
+  CHECK(gone_st->st_nlink == 0);
+  w.overlay->release(*h);
+  require_same_view(w);
+}
+
+TEST_CASE("overlay: a new overlay over the same state directory shows the earlier changes", "[unit]") {
+  World w;
+  REQUIRE(write_at(w, "node_modules/pkg-1/index.js", "changed", 0).ok());
+  plain_write_at(w, "node_modules/pkg-1/index.js", "changed", 0);
+  auto [p, n] = w.parent_of("node_modules/pkg-2/index.js");
+  REQUIRE(w.overlay->unlink(p, n).ok());
+  REQUIRE(::unlink((w.plain + "/node_modules/pkg-2/index.js").c_str()) == 0);
+  w.overlay.reset();
+  auto o = fs::Overlay::open(*w.lower, *w.lower->index().lookup_path("t"), fs::OverlayConfig{w.dir / "state"});
+  REQUIRE(o.ok());
+  w.overlay = std::move(o).value();
+  CHECK(w.overlay->changed());
+  require_same_view(w);
+}
+
+TEST_CASE("overlay: writing one name of an archive hardlink group changes every name", "[unit]") {
+  World w;
+  const std::string a = "node_modules/pkg-0/package.json", b = "node_modules/pkg-0/package.hardlink.json";
+  REQUIRE(w.ino(a) == w.ino(b));
+  REQUIRE(write_at(w, a, "LINKED", 0).ok());
+  plain_write_at(w, a, "LINKED", 0);
+  auto h = w.overlay->open(w.ino(b), O_RDONLY);
+  REQUIRE(h.ok());
+  auto bytes = w.overlay->read_sync(*h, 0, 6);
+  w.overlay->release(*h);
+  REQUIRE(bytes.ok());
+  CHECK(*bytes == "LINKED");
+  CHECK(w.ino(a) == w.ino(b));
+  auto st = w.overlay->getattr(w.ino(b));
+  REQUIRE(st.ok());
+  CHECK(st->st_nlink == 2);
+  require_same_view(w);
+}

@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: MIT
+#include "tools/save_record.h"
+
+#include <cstdlib>
+#include <sstream>
+
+#include "fs/local_files.h"
+#include "tools/mount_state.h"
+
+namespace lazycache::cli {
+
+std::string SaveRecord::to_text() const {
+  std::ostringstream out;
+  out << "path=" << path << "\nprimary_key=" << primary_key << "\nscope=" << scope << "\nexact_hit=" << (exact_hit ? 1 : 0)
+      << "\npid=" << pid << "\nstate_dir=" << state_dir << "\n";
+  for (const auto& a : store_args) out << "store_arg=" << a << "\n";
+  return out.str();
+}
+
+Result<SaveRecord> SaveRecord::parse(const std::string& text) {
+  SaveRecord r;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    auto eq = line.find('=');
+    if (eq == std::string::npos) continue;
+    std::string k = line.substr(0, eq), v = line.substr(eq + 1);
+    if (k == "path") r.path = v;
+    else if (k == "primary_key") r.primary_key = v;
+    else if (k == "scope") r.scope = v;
+    else if (k == "exact_hit") r.exact_hit = v == "1";
+    else if (k == "pid") r.pid = static_cast<pid_t>(std::atol(v.c_str()));
+    else if (k == "state_dir") r.state_dir = v;
+    else if (k == "store_arg") r.store_args.push_back(v);
+  }
+  if (r.path.empty() || r.primary_key.empty()) return Status(ErrorCode::kCorrupt, "save record without a path or key");
+  return r;
+}
+
+std::string save_record_path(const std::string& mountpoint) {
+  std::string name = mountpoint;
+  for (char& c : name) {
+    if (c == '/') c = '_';
+  }
+  return run_dir() + "/save-" + name + ".info";
+}
+
+Status write_save_record(const SaveRecord& record) {
+  LC_RETURN_IF_ERROR(fs::make_dirs(run_dir()));
+  return fs::replace_file(save_record_path(record.path), record.to_text());
+}
+
+Result<SaveRecord> read_save_record(const std::string& mountpoint) {
+  const std::string file = save_record_path(mountpoint);
+  auto text = fs::read_whole_file(file, 1 << 20);
+  if (!text.ok()) return Status(ErrorCode::kNotFound, "no record of how " + mountpoint + " was mounted (" + file + ")");
+  return SaveRecord::parse(*text);
+}
+
+std::vector<std::string> recorded_store_args(const ArgParser& args) {
+  std::vector<std::string> out;
+  for (const char* name : {"store", "endpoint", "region", "concurrency", "part-size", "memory-budget", "retries"}) {
+    if (args.has(name)) out.push_back(std::string("--") + name + "=" + args.get(name));
+  }
+  for (const char* name : {"path-style", "virtual-hosted", "sign-payload"}) {
+    if (args.has(name)) out.push_back(std::string("--") + name);
+  }
+  if (!args.has("store")) {
+    if (const char* env = std::getenv("LAZYCACHE_STORE"); env != nullptr && *env != 0) out.push_back(std::string("--store=") + env);
+  }
+  return out;
+}
+
+}  // namespace lazycache::cli

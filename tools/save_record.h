@@ -1,0 +1,39 @@
+// SPDX-License-Identifier: MIT
+// File: tools/save_record.h -- how `mount` tells a later `unmount --save` what to save where.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "tools/command.h"
+
+namespace lazycache::cli {
+
+// What `unmount --save PATH` needs to know about how PATH was mounted, written by `mount` as
+// RUN_DIR/save-<PATH with '/' as '_'>.info (also on a cache miss, where PATH is left a plain
+// directory and no daemon runs). No credentials: store options only (URLs, flags, sizes).
+struct SaveRecord {
+  std::string path;         // absolute mount point
+  std::string primary_key;  // --key
+  std::string scope;        // --scope
+  bool exact_hit = false;   // the mounted entry is the primary key itself
+  pid_t pid = 0;            // the mount daemon; 0 on a miss
+  std::string state_dir;    // the overlay's state (upper/ + work/); empty on a miss or --read-only
+  std::vector<std::string> store_args;  // "--store=URL", "--path-style", ... as given to mount
+
+  std::string to_text() const;
+  static Result<SaveRecord> parse(const std::string& text);
+};
+std::string save_record_path(const std::string& mountpoint);
+Status write_save_record(const SaveRecord& record);
+// kNotFound when `mount` left no record for the path.
+Result<SaveRecord> read_save_record(const std::string& mountpoint);
+// The store options of a parsed command line (tools/store_options.h), as "--name=value" and
+// "--flag" strings, with $LAZYCACHE_STORE made explicit. Never credentials: those come from the
+// environment and ~/.aws again when the record is used.
+std::vector<std::string> recorded_store_args(const ArgParser& args);
+
+}  // namespace lazycache::cli

@@ -1,0 +1,176 @@
+// SPDX-License-Identifier: MIT
+#include "tools/unmount_save.h"
+
+#include <ftw.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <map>
+#include <sstream>
+
+#include "format/archive_writer.h"
+#include "fs/local_files.h"
+#include "remote/upload_sink.h"
+#include "tools/mount_state.h"
+#include "tools/save_record.h"
+#include "tools/store_options.h"
+
+namespace lazycache::cli {
+namespace {
+
+// The access list the daemon keeps current while it serves (cmd_mount.cpp), else the final one.
+std::vector<std::string> hot_paths_of(pid_t pid) {
+  std::vector<std::string> out;
+  if (pid <= 0) return out;
+  const std::string base = run_dir() + "/mount-" + std::to_string(pid);
+  auto text = fs::read_whole_file(base + ".access.live", 64 << 20);
+  if (!text.ok()) text = fs::read_whole_file(base + ".access", 64 << 20);
+  if (!text.ok()) return out;
+  std::istringstream in(*text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.empty()) out.push_back(line);
+  }
+  return out;
+}
+
+bool upper_changed(const SaveRecord& r) {
+  if (r.pid == 0) return true;  // a miss: the plain directory is what the job made
+  if (r.state_dir.empty()) return false;  // --read-only: nothing can have changed
+  return !fs::list_dir(r.state_dir + "/upper").empty();
+}
+
+// rm -rf without following symlinks (the upper layer holds whatever the job made).
+bool remove_tree(const std::string& dir) {
+  auto rm = [](const char* path, const struct stat*, int, FTW*) { return ::remove(path); };
+  return ::nftw(dir.c_str(), rm, 64, FTW_DEPTH | FTW_PHYS) == 0 || errno == ENOENT;
+}
+
+struct Group {
+  std::vector<SaveRecord> records;
+};
+
+Status save_group(const Group& g, bool* skipped_existing, format::PackStats* stats, size_t* hot) {
+  const SaveRecord& first = g.records.front();
+  std::vector<std::string> argv{"--key=" + first.primary_key, "--scope=" + first.scope};
+  argv.insert(argv.end(), first.store_args.begin(), first.store_args.end());
+  ArgParser args("unmount", "", argv);
+  add_store_options(args);
+  add_key_options(args);
+  int code = 0;
+  if (!args.parse(code)) return Status(ErrorCode::kInvalidArgument, "the recorded store options no longer parse");
+  LC_ASSIGN_OR_RETURN(auto transfer, transfer_config_from(args));
+  LC_ASSIGN_OR_RETURN(auto store, open_store(args));
+  LC_ASSIGN_OR_RETURN(std::string object_key, primary_object_key(args));
+  auto existing = store->head(object_key);
+  if (existing.ok()) {
+    *skipped_existing = true;
+    return Status();
+  }
+  if (existing.error().code() != ErrorCode::kNotFound) return existing.error();
+
+  std::vector<format::PackRoot> roots;
+  format::PackConfig pack;
+  pack.tool_version = std::string("lazycache ") + LC_VERSION;
+  for (const SaveRecord& r : g.records) {
+    roots.push_back(format::PackRoot{r.path});
+    for (auto& p : hot_paths_of(r.pid)) pack.hot_paths.push_back(std::move(p));
+  }
+  *hot = pack.hot_paths.size();
+  remote::PutOptions put;
+  put.create_only = true;
+  put.concurrency = transfer.concurrency;
+  put.part_size_bytes = transfer.part_size_bytes;
+  remote::UploadSink sink(store, object_key, put);
+  auto written = format::write_archive(roots, sink, pack);
+  if (!written.ok()) {
+    if (written.error().code() == ErrorCode::kAlreadyExists) {
+      *skipped_existing = true;
+      return Status();
+    }
+    return written.error().with_context("saving key " + first.primary_key + " to " + store->describe());
+  }
+  *stats = *written;
+  return Status();
+}
+
+}  // namespace
+
+UnmountSaveResult save_before_unmount(const std::vector<std::string>& paths) {
+  UnmountSaveResult result;
+  std::map<std::string, Group> groups;
+  for (const std::string& path : paths) {
+    auto rec = read_save_record(path);
+    if (!rec.ok()) {
+      std::cerr << "lazycache unmount: cannot save " << path << ": " << rec.error().message()
+                << "; it stays mounted (save it with `lazycache save --key KEY " << path << "`, then unmount without --save)\n";
+      result.exit_code = 1;
+      result.keep_mounted.push_back(path);
+      continue;
+    }
+    std::string id = rec->primary_key + "\n" + rec->scope;
+    for (const auto& a : rec->store_args) id += "\n" + a;
+    groups[id].records.push_back(std::move(rec).value());
+  }
+  for (auto& [id, g] : groups) {
+    const SaveRecord& first = g.records.front();
+    std::string where;
+    for (const auto& r : g.records) where += (where.empty() ? "" : ", ") + r.path;
+    bool changed = false, exact = true;
+    for (const auto& r : g.records) {
+      changed = changed || upper_changed(r);
+      exact = exact && r.exact_hit;
+    }
+    if (exact && !changed) {
+      std::cout << "cache hit on key " << first.primary_key << " and nothing changed under " << where << ": not saving\n";
+      for (const auto& r : g.records) result.done.push_back(r.path);
+      continue;
+    }
+    const auto start = std::chrono::steady_clock::now();
+    bool skipped = false;
+    format::PackStats stats;
+    size_t hot = 0;
+    Status s = save_group(g, &skipped, &stats, &hot);
+    if (!s.ok()) {
+      std::cerr << "lazycache unmount: " << s.to_string() << "\n";
+      for (const auto& r : g.records) {
+        std::cerr << "lazycache unmount: " << r.path << " stays mounted";
+        if (!r.state_dir.empty()) std::cerr << "; its changes are kept in " << r.state_dir << "/upper";
+        std::cerr << "\n";
+        result.keep_mounted.push_back(r.path);
+      }
+      result.exit_code = 1;
+      continue;
+    }
+    if (skipped) {
+      std::cout << "cache entry for key " << first.primary_key << " already exists; not saving " << where
+                << " (entries are immutable)\n";
+    } else {
+      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      char line[256];
+      std::snprintf(line, sizeof line, "%llu files, %.1f MiB -> %.1f MiB in %u frames, %.0f ms, %zu hot files first",
+                    static_cast<unsigned long long>(stats.files), static_cast<double>(stats.file_bytes) / (1 << 20),
+                    static_cast<double>(stats.archive_bytes) / (1 << 20), stats.frames, seconds * 1000, hot);
+      std::cout << "saved " << where << " as key " << first.primary_key << ": " << line << "\n";
+    }
+    for (const auto& r : g.records) result.done.push_back(r.path);
+  }
+  return result;
+}
+
+void clean_after_save(const std::vector<std::string>& done) {
+  for (const std::string& path : done) {
+    auto rec = read_save_record(path);
+    if (!rec.ok()) continue;
+    if (!rec->state_dir.empty() && !remove_tree(rec->state_dir)) {
+      std::cerr << "lazycache unmount: could not remove " << rec->state_dir << ": " << std::strerror(errno) << "\n";
+    }
+    ::unlink(save_record_path(path).c_str());
+    if (rec->pid > 0) ::unlink((run_dir() + "/mount-" + std::to_string(rec->pid) + ".access.live").c_str());
+  }
+}
+
+}  // namespace lazycache::cli
