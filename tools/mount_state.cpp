@@ -197,7 +197,7 @@ bool clean_stale(const std::string& path) {
     if (process_alive(d.pid)) continue;
     for (const auto& m : d.mountpoints) {
       if (m != path) continue;
-      if (!d.stopped) cleaned = true;  // a daemon that died without saying so
+      // Only the file: whether PATH is mounted (maybe by a newer daemon) is not this entry's say.
       ::unlink(d.state_path.c_str());
       std::string access = d.state_path.substr(0, d.state_path.size() - 6) + ".access";
       ::unlink(access.c_str());

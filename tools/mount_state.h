@@ -62,7 +62,8 @@ bool is_stale_mount(const std::string& path);
 // is open or a working directory is below it), kIo otherwise.
 Status unmount_path(const std::string& path, bool lazy);
 // Detaches a stale mount at `path` and removes state files of dead daemons naming it.
-// Returns true if something was cleaned.
+// Returns true only if a stale mount was detached (a leftover state file alone does not count,
+// so a live mount at `path` is never mistaken for a cleaned one).
 bool clean_stale(const std::string& path);
 
 // "12.3 MiB": bytes in MiB with one decimal (KiB below 1 MiB), for mount figures.
