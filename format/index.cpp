@@ -16,6 +16,19 @@ namespace {
 Status corrupt(const std::string& what) { return Status(ErrorCode::kCorrupt, "index: " + what); }
 
 // Name rules shared with extraction safety: a name is one path component.
+// True when a '/'-separated path has a "." or ".." segment.
+bool has_dot_segment(std::string_view path) {
+  size_t start = 0;
+  while (start <= path.size()) {
+    size_t end = path.find('/', start);
+    if (end == std::string_view::npos) end = path.size();
+    std::string_view seg = path.substr(start, end - start);
+    if (seg == "." || seg == "..") return true;
+    start = end + 1;
+  }
+  return false;
+}
+
 bool valid_name(std::string_view n) {
   return !n.empty() && n.size() <= 255 && n != "." && n != ".." && n.find('/') == std::string_view::npos &&
          n.find('\0') == std::string_view::npos;
@@ -193,6 +206,10 @@ Status IndexImpl::validate() {
     root.original_path = std::string(str(load_le32(r + 4), load_le32(r + 8)));
     root.member_prefix = std::string(str(load_le32(r + 12), load_le32(r + 16)));
     if (root.original_path.empty() || root.original_path[0] != '/') return corrupt("root " + std::to_string(i) + " original path is not absolute");
+    // Restore puts a root back at its original path: a ".." segment would let an archive
+    // choose to write anywhere (e.g. /cache/../../etc).
+    if (has_dot_segment(root.original_path))
+      return corrupt("root " + std::to_string(i) + " original path '" + root.original_path + "' has a '.' or '..' segment");
     roots_.push_back(std::move(root));
   }
   for (uint32_t i = 0; i < hot_count; ++i) {

@@ -167,6 +167,10 @@ Result<std::string> build_index_frame(const std::string& raw_index, int level) {
   return out;
 }
 
+namespace {
+constexpr uint64_t kMaxIndexExpansion = 1024;
+}  // namespace
+
 Result<std::string> unwrap_index_frame(std::span<const std::byte> frame) {
   auto corrupt = [](const std::string& what) { return Status(ErrorCode::kCorrupt, "index frame: " + what); };
   if (frame.size() < 8 + kIndexContainerHeaderBytes) return corrupt("too short");
@@ -177,6 +181,12 @@ Result<std::string> unwrap_index_frame(std::span<const std::byte> frame) {
   uint64_t raw_size = load_le64(frame.data() + 16);
   if (raw_size > kMaxIndexRawBytes) return corrupt("index of " + std::to_string(raw_size) + " bytes above the limit");
   auto body = frame.subspan(8 + kIndexContainerHeaderBytes);
+  // A zstd frame cannot expand more than ~32768x (RLE blocks); real indexes compress ~5-30x.
+  // Bounding the declared size by the bytes we hold keeps a tiny frame that promises a huge
+  // index (a zip bomb) from allocating that much before decompression proves it false.
+  if (raw_size > uint64_t{body.size()} * kMaxIndexExpansion + (1u << 20))
+    return corrupt("index frame of " + std::to_string(body.size()) + " bytes declares " + std::to_string(raw_size) +
+                   " bytes of index, more than zstd can expand to");
   unsigned long long content = ZSTD_getFrameContentSize(body.data(), body.size());
   if (content != raw_size) return corrupt("zstd frame content size does not match the recorded index size");
   std::string raw(raw_size, '\0');

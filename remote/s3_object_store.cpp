@@ -102,11 +102,16 @@ Result<HttpResponse> S3ObjectStore::send(const std::string& method, const std::s
   auto creds = credentials_->current();
   if (!creds.ok()) return creds.error().with_context(what_text);
   LC_ASSIGN_OR_RETURN(HttpResponse r, send_once(method, fkey, query, request, what_text, *creds));
-  if (credentials_rejected(r) && credentials_->reload()) {
-    // Rotated or refreshed credentials: resend once with the new ones.
-    creds = credentials_->current();
-    if (!creds.ok()) return creds.error().with_context(what_text);
-    return send_once(method, fkey, query, request, what_text, *creds);
+  if (credentials_rejected(r)) {
+    // Rotated or refreshed credentials: resend once with the new ones. Compare with what this
+    // request was signed with, not with reload()'s answer: a concurrent request may have reloaded
+    // the new credentials first, and this one must still be resent with them.
+    (void)credentials_->reload();
+    auto fresh = credentials_->current();
+    if (!fresh.ok()) return fresh.error().with_context(what_text);
+    if (fresh->access_key_id != creds->access_key_id || fresh->secret_access_key != creds->secret_access_key ||
+        fresh->session_token != creds->session_token)
+      return send_once(method, fkey, query, request, what_text, *fresh);
   }
   return r;
 }

@@ -173,9 +173,6 @@ bool expected_stage(RefuseAt at, const std::string& stage) {
   return false;
 }
 
-// Cases lazycache does not refuse yet (bugs reported, see docs/reliability.md "Findings"): kept
-// out of the main case so it guards everything else, and run in a [!mayfail] case of their own.
-bool is_known_gap(const std::string& name) { return name == "index_bomb" || name == "root_path_dotdot"; }
 
 const std::vector<HostileCase>& cases() {
   static const std::vector<HostileCase> all = make_hostile_cases();
@@ -189,7 +186,6 @@ TEST_CASE("hostile archives: each is refused where it must be, with the reason, 
   REQUIRE(cases().size() >= 20);  // built before the baseline: children inherit it
   const long base_rss = current_rss_kib();
   for (const auto& c : cases()) {
-    if (is_known_gap(c.name)) continue;  // checked by the [!mayfail] case below
     if (c.name == "deep_nesting") continue;  // its own case below (the slowest to extract)
     SECTION(c.name) {
       const std::string dir = tmp.path + "/" + c.name;
@@ -265,7 +261,7 @@ TEST_CASE("hostile archives: the deep tree extracts inside the target", "[unit][
   }
 }
 
-// Known gaps, kept as failing checks until fixed (see docs/reliability.md, "Findings").
+// Known gap, kept as a failing check until fixed (see docs/reliability.md, "Findings").
 TEST_CASE("hostile archives: refusals name the entry, not only its number", "[unit][hostile][!mayfail]") {
   for (const auto& c : cases()) {
     if (c.entry.empty() || c.refuse_at != RefuseAt::kOpen) continue;
@@ -276,19 +272,3 @@ TEST_CASE("hostile archives: refusals name the entry, not only its number", "[un
   }
 }
 
-TEST_CASE("hostile archives: known gaps (index bomb memory, root path with '..')", "[unit][hostile][!mayfail]") {
-  TempDir tmp;
-  REQUIRE_FALSE(cases().empty());
-  const long base_rss = current_rss_kib();
-  for (const auto& c : cases()) {
-    if (!is_known_gap(c.name)) continue;
-    Outcome o = run_case(c, tmp.path + "/" + c.name);
-    INFO(c.name << ": " << c.attack);
-    INFO("outcome: " << o.stage << " " << o.code << ": " << o.message << "; child peak RSS " << o.max_rss_kib / 1024 << " MiB");
-    REQUIRE_FALSE(o.crashed);
-    REQUIRE_FALSE(o.hung);
-    CHECK(o.stage == "open");
-    CHECK(lower(o.message).find(lower(c.reason)) != std::string::npos);
-    CHECK(o.max_rss_kib - base_rss < kMaxExtraRssKiB);
-  }
-}
