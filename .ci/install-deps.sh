@@ -5,7 +5,10 @@ set -euo pipefail
 PKGS=(build-essential cmake pkg-config clang lld libclang-rt-14-dev
       libfuse3-dev fuse3 libzstd-dev zstd liblmdb-dev lmdb-utils libxxhash-dev catch2
       libcurl4-openssl-dev libssl-dev curl libarchive-tools python3 attr
-      nodejs lintian)
+      nodejs lintian
+      # the S3 test servers and interop peers: installed here, once and serially, so that tests
+      # starting in parallel under ctest -j never race for the dpkg lock
+      swift swift-proxy swift-account swift-container swift-object python3-swift memcached rclone)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
