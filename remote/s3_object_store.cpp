@@ -153,8 +153,18 @@ Result<TailRead> S3ObjectStore::get_tail(std::string_view key, uint64_t length, 
   return ObjectStore::get_tail(key, length, out);
 }
 
+Status S3ObjectStore::check_absent(std::string_view key) {
+  auto exists = head(key);
+  if (exists.ok()) return Status(ErrorCode::kAlreadyExists, "object " + std::string(key) + " already exists in " + describe());
+  if (exists.error().code() != ErrorCode::kNotFound) return exists.error();
+  return Status();
+}
+
 Result<ObjectInfo> S3ObjectStore::put_single(std::string_view key, std::span<const std::byte> body, bool create_only) {
   std::string w = what("PUT", key);
+  // Servers that ignore If-None-Match (s3rver) or refuse it (Swift) would let this PUT replace an
+  // entry published while the body was being packed: look again right before sending.
+  if (create_only) LC_RETURN_IF_ERROR(check_absent(key));
   for (;;) {
     bool conditional = create_only && !conditional_put_unsupported_.load();
     HttpResponse r;
@@ -327,13 +337,15 @@ Result<ObjectInfo> S3ObjectStore::put_multipart(std::string_view key, Part first
   };
   if (!error.ok()) return fail(error);
 
+  if (opts.create_only) {
+    Status still_free = check_absent(key);
+    if (!still_free.ok()) return fail(still_free);
+  }
   bool conditional = opts.create_only && !conditional_put_unsupported_.load();
   auto done = complete_multipart(fkey, upload_id, etags, conditional);
   if (!done.ok()) return fail(done.error());
   if (conditional && (done->status == 501 || done->status == 400)) {
-    conditional_put_unsupported_ = true;
-    auto exists = head(key);
-    if (exists.ok()) return fail(Status(ErrorCode::kAlreadyExists, "object " + std::string(key) + " already exists in " + describe()));
+    conditional_put_unsupported_ = true;  // Swift: the HEAD just above is the guard
     done = complete_multipart(fkey, upload_id, etags, false);
     if (!done.ok()) return fail(done.error());
   }
@@ -351,9 +363,7 @@ Result<ObjectInfo> S3ObjectStore::put(std::string_view key, const BodyReader& bo
   UploadPlan plan = choose_upload_plan(opts.size_hint_bytes, t);
   if (opts.create_only) {
     // Cheap check first: an existing entry is not uploaded again at all.
-    auto exists = head(key);
-    if (exists.ok()) return Status(ErrorCode::kAlreadyExists, "object " + std::string(key) + " already exists in " + describe());
-    if (exists.error().code() != ErrorCode::kNotFound) return exists.error();
+    LC_RETURN_IF_ERROR(check_absent(key));
   }
   Part first{1, std::vector<std::byte>(plan.part_size_bytes)};
   LC_ASSIGN_OR_RETURN(size_t n, fill(body, first.bytes));

@@ -11,9 +11,11 @@
 //    the calling thread and uploaded by `concurrency` threads, so compression and upload overlap
 //    and at most concurrency + 1 parts are in memory. Each part is retried (RetryPolicy); any
 //    failure aborts the upload (AbortMultipartUpload), so none is left behind.
-//  - create_only: HEAD first (skip the upload when the key exists), then If-None-Match: * on the
-//    PUT or CompleteMultipartUpload; a server answering 501 to that header (Swift) is remembered
-//    and later publishes rely on the HEAD check alone (a race window the docs state).
+//  - create_only: HEAD first (skip the upload when the key exists), HEAD again just before the
+//    PUT or CompleteMultipartUpload (an entry that appeared meanwhile aborts the upload:
+//    kAlreadyExists), and If-None-Match: * on that request. A server answering 501 to the header
+//    (Swift) is remembered; there, and on servers that ignore it (s3rver), the second HEAD is the
+//    only guard, which leaves the window of one round trip that docs/stores.md states.
 //  - A 403 ExpiredToken / InvalidAccessKeyId / InvalidToken reloads the credentials and, if they
 //    changed, resends the request once.
 // Thread-safe; blocking.
@@ -90,6 +92,8 @@ class S3ObjectStore final : public ObjectStore {
                                  const std::vector<std::pair<std::string, std::string>>& query, HttpRequest& request,
                                  const std::string& what, const AwsCredentials& creds);
   HttpSender sender_for(const std::string& full_key);
+  // OK when key does not exist; kAlreadyExists when it does; else the HEAD's error.
+  Status check_absent(std::string_view key);
   Result<ObjectInfo> put_single(std::string_view key, std::span<const std::byte> body, bool create_only);
   Result<ObjectInfo> put_multipart(std::string_view key, Part first, const BodyReader& body, const PutOptions& opts,
                                    const UploadPlan& plan);

@@ -35,16 +35,6 @@ std::string mount_archive(const std::string& archive, const std::string& mnt, co
   return r.out;
 }
 
-// `cmd` run in both trees (cwd = the tree) must print the same.
-void same_output(const std::string& a, const std::string& b, const std::string& cmd) {
-  CommandResult ra = run("cd " + quote(a) + " && " + cmd), rb = run("cd " + quote(b) + " && " + cmd);
-  INFO(cmd);
-  REQUIRE(ra.exit_code == 0);
-  REQUIRE(rb.exit_code == 0);
-  CHECK(ra.out == rb.out);
-  CHECK(!ra.out.empty());
-}
-
 size_t daemon_fd_count(const std::string& mnt) {
   long long pid = status_number(mnt, "pid");
   REQUIRE(pid > 0);

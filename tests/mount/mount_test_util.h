@@ -87,6 +87,16 @@ inline std::string describe_tree(const std::string& root) {
   return r.out;
 }
 
+// `cmd` run in both trees (cwd = the tree) must print the same, and something.
+inline void same_output(const std::string& a, const std::string& b, const std::string& cmd) {
+  CommandResult ra = run("cd " + quote(a) + " && " + cmd), rb = run("cd " + quote(b) + " && " + cmd);
+  INFO(cmd);
+  REQUIRE(ra.exit_code == 0);
+  REQUIRE(rb.exit_code == 0);
+  CHECK(ra.out == rb.out);
+  CHECK(!ra.out.empty());
+}
+
 // Is `path` a lazycache FUSE mount point right now (per /proc/self/mountinfo)?
 inline bool is_lazycache_mount_path(const std::string& path) {
   CommandResult r = run("awk '$5 == \"" + path + "\" { for (i = 7; i <= NF; i++) if ($i == \"-\") print $(i+1) }' /proc/self/mountinfo");

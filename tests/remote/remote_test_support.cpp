@@ -48,19 +48,34 @@ S3Env load_s3_env(const char* var) {
     auto eq = line.find('=');
     if (eq != std::string::npos) kv[line.substr(0, eq)] = line.substr(eq + 1);
   }
-  return S3Env{kv["S3_ENDPOINT"], kv["S3_REGION"], kv["S3_ACCESS_KEY"], kv["S3_SECRET_KEY"]};
+  return S3Env{kv["S3_ENDPOINT"], kv["S3_REGION"], kv["S3_ACCESS_KEY"], kv["S3_SECRET_KEY"], kv["S3_VHOST_ENDPOINT"]};
 }
 
-std::shared_ptr<S3ObjectStore> s3_store_from_env(const S3Env& env, const std::string& prefix, S3Config config) {
-  auto ep = parse_endpoint(env.endpoint);
+namespace {
+std::shared_ptr<S3ObjectStore> s3_store(const std::string& endpoint, bool path_style, const S3Env& env,
+                                        const std::string& prefix, S3Config config, const std::string& token) {
+  auto ep = parse_endpoint(endpoint);
+  INFO("endpoint " << endpoint);
   REQUIRE(ep.ok());
   config.endpoint = *ep;
   config.bucket = "lazycache";
   config.prefix = prefix;
   config.region = env.region;
-  config.path_style = true;
+  config.path_style = path_style;
   config.part_retry.base_delay_ms = 20;
-  return std::make_shared<S3ObjectStore>(config, CredentialSource::fixed(AwsCredentials{env.access_key, env.secret_key, ""}));
+  return std::make_shared<S3ObjectStore>(config, CredentialSource::fixed(AwsCredentials{env.access_key, env.secret_key, token}));
+}
+}  // namespace
+
+std::shared_ptr<S3ObjectStore> s3_store_from_env(const S3Env& env, const std::string& prefix, S3Config config,
+                                                 const std::string& session_token) {
+  return s3_store(env.endpoint, true, env, prefix, config, session_token);
+}
+
+std::shared_ptr<S3ObjectStore> s3_vhost_store_from_env(const S3Env& env, const std::string& prefix) {
+  INFO("S3_VHOST_ENDPOINT missing from the server's env file (restart it with tests/servers/*.sh)");
+  REQUIRE(!env.vhost_endpoint.empty());
+  return s3_store(env.vhost_endpoint, false, env, prefix, {}, "");
 }
 
 std::string run_id() {

@@ -21,10 +21,15 @@ BodyReader string_body(std::shared_ptr<const std::string> bytes, size_t chunk = 
 // Fails the test (REQUIRE) when the variable or the file is missing.
 struct S3Env {
   std::string endpoint, region, access_key, secret_key;
+  std::string vhost_endpoint;  // S3_VHOST_ENDPOINT: Host BUCKET.<its host> is virtual-hosted
 };
 S3Env load_s3_env(const char* var);
-// An S3 store on bucket "lazycache" of that server; path-style.
-std::shared_ptr<S3ObjectStore> s3_store_from_env(const S3Env& env, const std::string& prefix, S3Config overrides = {});
+// An S3 store on bucket "lazycache" of that server; path-style, with `session_token` (if any)
+// sent as X-Amz-Security-Token.
+std::shared_ptr<S3ObjectStore> s3_store_from_env(const S3Env& env, const std::string& prefix, S3Config overrides = {},
+                                                 const std::string& session_token = "");
+// The same through env.vhost_endpoint, virtual-hosted style (bucket in the Host header).
+std::shared_ptr<S3ObjectStore> s3_vhost_store_from_env(const S3Env& env, const std::string& prefix);
 
 // A unique name for this test run, so reruns against a kept server never collide.
 std::string run_id();

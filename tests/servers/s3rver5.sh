@@ -5,6 +5,8 @@
 # @20minutes/s3rver@5 (npm) on 127.0.0.1:PORT: the second S3 dialect of the test suite. It
 # verifies SigV4 signatures but also serves anonymous requests, ignores region and payload
 # hashes, answers suffix ranges (bytes=-N) with the *first* bytes and ignores If-None-Match.
+# Not used virtual-hosted: its vhost mode verifies SigV4 over "/BUCKET/KEY" instead of the path
+# sent ("/KEY"), so every signed object request fails (lib/middleware/authentication.js).
 #   start: installs node/npm (Debian) and the package (npm, into S3RVER5_HOME, default
 #          DIR/npm) when missing, starts it in the background (PID in DIR/s3rver5.pid, output
 #          in DIR/s3rver5.log), waits until it answers, writes DIR/env (mode 600) with

@@ -9,8 +9,9 @@
 #   DIR/node  object data (needs user xattrs: ext4/xfs yes)
 #   DIR/run   PID files (stop kills only these)       DIR/log  startup output
 # Ports: proxy PORT, account PORT+1, container PORT+2, object PORT+3, memcached PORT+4.
-# On success writes DIR/env (mode 600) with S3_ENDPOINT, S3_REGION, S3_ACCESS_KEY, S3_SECRET_KEY
-# and prints only the endpoint: credentials never go to logs.
+# On success writes DIR/env (mode 600) with S3_ENDPOINT, S3_VHOST_ENDPOINT (virtual-hosted style:
+# BUCKET.s3.localhost:PORT), S3_REGION, S3_ACCESS_KEY, S3_SECRET_KEY and prints only the endpoint:
+# credentials never go to logs.
 # Env: SWIFT_BUCKETS (space-separated buckets created at start, default "lazycache"),
 #      SWIFT_WORKERS (default 0: one process per server, no forking).
 set -euo pipefail
@@ -98,6 +99,9 @@ use = egg:swift#s3api
 location = us-east-1
 # S3 allows 10,000 parts; Swift's default is 1000
 max_upload_part_num = 10000
+# Virtual-hosted style: Host BUCKET.s3.localhost names the bucket (curl resolves *.localhost to
+# loopback itself, so no /etc/hosts entry is needed); 127.0.0.1 stays path-style.
+storage_domain = s3.localhost
 [filter:slo]
 use = egg:swift#slo
 max_manifest_segments = 10000
@@ -176,5 +180,5 @@ for b in ${SWIFT_BUCKETS:-lazycache}; do   # 409: it exists already (a reused DI
   [ "$code" = 200 ] || [ "$code" = 409 ] || { echo "swift-s3: creating bucket $b: HTTP $code" >&2; stop_all; exit 1; }
 done
 umask 077
-printf 'S3_ENDPOINT=http://127.0.0.1:%s\nS3_REGION=us-east-1\nS3_ACCESS_KEY=test:tester\nS3_SECRET_KEY=testing\n' "$PORT" > "$DIR/env"
+printf 'S3_ENDPOINT=http://127.0.0.1:%s\nS3_VHOST_ENDPOINT=http://s3.localhost:%s\nS3_REGION=us-east-1\nS3_ACCESS_KEY=test:tester\nS3_SECRET_KEY=testing\n' "$PORT" "$PORT" > "$DIR/env"
 echo "swift-s3: ready at http://127.0.0.1:$PORT (credentials in $DIR/env)"

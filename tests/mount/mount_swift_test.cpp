@@ -1,0 +1,155 @@
+// SPDX-License-Identifier: MIT
+// Real FUSE mounts of entries saved to an S3 server (the `swift` CTest fixture: Swift s3api, the
+// strict SigV4 server): `save --store s3://...`, then `mount --store s3://... --key K`, so the
+// whole path (S3 store, ranged GETs, fetcher, chunk cache, FUSE) runs as a CI job would run it.
+// Needs LC_S3_ENV (the env file tests/servers/swift-s3.sh writes); skipped without /dev/fuse.
+// Every mount is unmounted in teardown (MountGuard), even on failure.
+#include <catch2/catch.hpp>
+
+#include <sys/stat.h>
+
+#include <atomic>
+#include <chrono>
+#include <fstream>
+#include <map>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include "mount_test_util.h"
+
+using namespace lazycache::testing;
+
+namespace {
+
+// KEY=VALUE lines of the server's env file; the credentials go to the CLI through the AWS_*
+// environment, never on a command line (which the test output could show).
+struct SwiftStore {
+  std::string endpoint;
+  std::string options;  // --store ... --endpoint ...
+};
+
+SwiftStore swift_store(const std::string& prefix) {
+  const char* path = std::getenv("LC_S3_ENV");
+  REQUIRE(path != nullptr);
+  std::ifstream in(path);
+  INFO("env file " << path);
+  REQUIRE(in.good());
+  std::map<std::string, std::string> kv;
+  for (std::string line; std::getline(in, line);) {
+    auto eq = line.find('=');
+    if (eq != std::string::npos) kv[line.substr(0, eq)] = line.substr(eq + 1);
+  }
+  REQUIRE(!kv["S3_ENDPOINT"].empty());
+  ::setenv("AWS_ACCESS_KEY_ID", kv["S3_ACCESS_KEY"].c_str(), 1);
+  ::setenv("AWS_SECRET_ACCESS_KEY", kv["S3_SECRET_KEY"].c_str(), 1);
+  ::setenv("AWS_REGION", kv["S3_REGION"].c_str(), 1);
+  SwiftStore s;
+  s.endpoint = kv["S3_ENDPOINT"];
+  s.options = "--store " + quote("s3://lazycache/" + prefix) + " --endpoint " + quote(s.endpoint);
+  return s;
+}
+
+std::string unique_prefix() {
+  return "mount-test/" + std::to_string(::getpid()) + "-" +
+         std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
+}
+
+void must_run(const std::string& command) {
+  CommandResult r = run(command);
+  INFO(command << "\n" << r.out);
+  REQUIRE(r.exit_code == 0);
+}
+
+std::vector<std::string> files_of(const std::string& root) {
+  std::vector<std::string> files;
+  CommandResult list = run("cd " + quote(root) + " && find . -type f");
+  std::istringstream in(list.out);
+  for (std::string line; std::getline(in, line);) files.push_back(line.substr(1));
+  return files;
+}
+
+}  // namespace
+
+TEST_CASE("an entry saved to Swift mounts lazily, reads back identical, and a second mount reads from the chunk cache",
+          "[fuse][swift]") {
+  if (!fuse_available()) return;
+  MountEnv env;
+  TempDir dir;
+  const SwiftStore store = swift_store(unique_prefix());
+  const std::string src = dir / "t";
+  make_node_like_tree(src, 150);
+  write_file(src + "/node_modules/large.bin", pattern(3 << 20, 5));
+  REQUIRE(::symlink("/nonexistent/dangling", (src + "/dangling").c_str()) == 0);
+  // Small frames, so that one small file is a small part of the archive.
+  must_run(cli() + " save " + store.options + " --frame-size 64K --part-size 5M --key k1 " + quote(src));
+  const std::string mnt = dir / "mnt";
+  ::mkdir(mnt.c_str(), 0755);
+  const std::string mount_cmd = cli() + " mount " + store.options + " --key k1 --prefetch none " + quote(mnt);
+  const std::string small = "/node_modules/pkg-42/package.json";
+  {
+    MountGuard guard(mnt);
+    must_run(mount_cmd);
+    REQUIRE(is_lazycache_mount_path(mnt));
+    CHECK(status_number(mnt, "mount_range_reads") >= 1);
+    CHECK(status_number(mnt, "mount_range_reads") <= 2);
+    CHECK(status_number(mnt, "store_range_reads") == 0);
+
+    // Laziness, by the mount's own counters: one small file costs one range read of its frame.
+    CHECK(read_file(mnt + small) == read_file(src + small));
+    const long long archive = status_number(mnt, "archive_bytes");
+    CHECK(status_number(mnt, "store_range_reads") == 1);
+    CHECK(status_number(mnt, "frames_from_store") <= 2);
+    CHECK(status_number(mnt, "store_bytes") > 0);
+    CHECK(status_number(mnt, "store_bytes") <= 2 * (64 << 10) + 4096);
+    CHECK(status_number(mnt, "store_bytes") * 20 < archive);
+
+    // Everything against the source: content, types, modes, link counts, sizes, symlink targets,
+    // mtimes; listings as tools print them.
+    CHECK(describe_tree(src) == describe_tree(mnt));
+    same_output(src, mnt, "find . | LC_ALL=C sort");
+    same_output(src, mnt, "ls -lR --time-style=full-iso . | grep -v '^total' | awk '$1 !~ /^d/' | tr -s ' '");
+    same_output(src, mnt, "find . -type l -print0 | LC_ALL=C sort -z | xargs -0 readlink");
+    same_output(src, mnt, "find . -type f -links +1 -printf '%n %i %p\\n' | LC_ALL=C sort -k3 | awk '{print $1, $3}'");
+    same_output(src, mnt, "find . ! -type l -print0 | LC_ALL=C sort -z | xargs -0 stat -c '%n %F %a %h %Y'");
+    // Hardlinks share one inode on the mount as on the disk.
+    struct stat a{}, b{};
+    REQUIRE(::stat((mnt + "/node_modules/pkg-17/package.json").c_str(), &a) == 0);
+    REQUIRE(::stat((mnt + "/node_modules/pkg-17/package.hardlink.json").c_str(), &b) == 0);
+    CHECK(a.st_ino == b.st_ino);
+    CHECK(a.st_nlink == 2);
+
+    // 16 threads reading random files at once.
+    const std::vector<std::string> files = files_of(src);
+    REQUIRE(files.size() > 300);
+    std::atomic<int> bad{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 16; ++t) {
+      threads.emplace_back([&, t] {
+        std::mt19937 rng(static_cast<unsigned>(t) + 100);
+        for (int i = 0; i < 30; ++i) {
+          const std::string& f = files[rng() % files.size()];
+          if (read_file(mnt + f) != read_file(src + f)) ++bad;
+        }
+      });
+    }
+    for (auto& th : threads) th.join();
+    CHECK(bad == 0);
+    CHECK(status_number(mnt, "read_errors") == 0);
+    CommandResult r = run(cli() + " unmount " + quote(mnt));
+    INFO(r.out);
+    CHECK(r.exit_code == 0);
+    CHECK_FALSE(is_lazycache_mount_path(mnt));
+  }
+  // Second mount: every file again, with nothing from the store (the chunk cache has it all).
+  MountGuard guard(mnt);
+  must_run(mount_cmd);
+  CHECK(describe_tree(src) == describe_tree(mnt));
+  CHECK(status_number(mnt, "store_range_reads") == 0);
+  CHECK(status_number(mnt, "store_bytes") == 0);
+  CHECK(status_number(mnt, "frames_from_chunk_cache") >= 1);
+  CHECK(status_number(mnt, "read_errors") == 0);
+  CommandResult r = run(cli() + " unmount --json " + quote(mnt));
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find("\"store_range_reads\":0") != std::string::npos);
+}
