@@ -11,7 +11,8 @@
 #  - ls / cat / verify --key read the entry in the store;
 #  - the archive decodes with stock tools: zstd -d | tar -x gives the same tree;
 #  - S3: rclone downloads the entry (then zstd -d | tar -x), and an entry uploaded with curl
-#    restores with lazycache.
+#    restores with lazycache; with AWS_SESSION_TOKEN set, save and cat work and no credential
+#    appears in any output (a rejected request included).
 set -euo pipefail
 LC=$1; KIND=$2; ENVF=${3:-}
 W=$(mktemp -d /tmp/lc-store-cli.XXXXXX)
@@ -121,5 +122,19 @@ if [ "$KIND" = s3 ]; then
   rm -rf "$T"
   lc restore --extract "${STORE[@]}" --key "uploaded-$RUN" "$T" >/dev/null || fail "restore of a curl-uploaded entry"
   [ "$(snapshot "$T")" = "$(snapshot "$W/expected")" ] || fail "curl-uploaded entry restored differently"
+fi
+# Temporary credentials from the environment: the token is signed and sent (both servers verify
+# the signature over it), and neither it nor the secret shows in any output, errors included.
+if [ "$KIND" = s3 ]; then
+  TOKEN="IQoJb3JpZ2luX2VjEToken$RUN"
+  mkdir -p "$W/small" && echo tokened > "$W/small/f"
+  AWS_SESSION_TOKEN=$TOKEN lc save "${STORE[@]}" --key "token-$RUN" "$W/small" > "$W/token.out" 2>&1 || { cat "$W/token.out"; fail "save with a session token"; }
+  AWS_SESSION_TOKEN=$TOKEN lc cat "${STORE[@]}" --key "token-$RUN" "${W#/}/small/f" >> "$W/token.out" 2>&1 || fail "cat with a session token"
+  grep -qx tokened "$W/token.out" || fail "cat with a session token: $(cat "$W/token.out")"
+  set +e
+  AWS_SESSION_TOKEN=$TOKEN AWS_SECRET_ACCESS_KEY=wrong-secret-$RUN lc cat "${STORE[@]}" --key "token-$RUN" "${W#/}/small/f" >> "$W/token.out" 2>&1
+  rc=$?; set -e
+  [ $rc != 0 ] || fail "a wrong secret was accepted"
+  if grep -qF -e "$TOKEN" -e "wrong-secret-$RUN" -e "$S3_SECRET_KEY" "$W/token.out"; then fail "a credential appears in the output"; fi
 fi
 echo "save/restore ($KIND): ok"
