@@ -11,7 +11,8 @@
 #  - ls / cat / verify --key read the entry in the store;
 #  - the archive decodes with stock tools: zstd -d | tar -x gives the same tree;
 #  - S3: rclone downloads the entry (then zstd -d | tar -x), and an entry uploaded with curl
-#    restores with lazycache; with AWS_SESSION_TOKEN set, save and cat work and no credential
+#    restores with lazycache; --virtual-hosted save/cat where the server has it (Swift); with
+#    AWS_SESSION_TOKEN set, save and cat work and no credential
 #    appears in any output (a rejected request included).
 set -euo pipefail
 LC=$1; KIND=$2; ENVF=${3:-}
@@ -123,6 +124,14 @@ if [ "$KIND" = s3 ]; then
   lc restore --extract "${STORE[@]}" --key "uploaded-$RUN" "$T" >/dev/null || fail "restore of a curl-uploaded entry"
   [ "$(snapshot "$T")" = "$(snapshot "$W/expected")" ] || fail "curl-uploaded entry restored differently"
 fi
+# Virtual-hosted style through the CLI where the server has it (Swift: S3_VHOST_ENDPOINT).
+if [ "$KIND" = s3 ] && [ -n "${S3_VHOST_ENDPOINT:-}" ]; then
+  VH=(--store "s3://lazycache/cli/$RUN" --endpoint "$S3_VHOST_ENDPOINT" --virtual-hosted)
+  lc save "${VH[@]}" --key "vhost-$RUN" "$W/expected" > "$W/vhost.out" 2>&1 || { cat "$W/vhost.out"; fail "save, virtual-hosted"; }
+  lc ls "${STORE[@]}" --key "vhost-$RUN" | grep -q "sub/deeper/one" || fail "an entry saved virtual-hosted is not seen path-style"
+  [ "$(lc cat "${VH[@]}" --key "deps-$RUN-a" "${T#/}/sub/f3.txt")" = "file 3 $RUN" ] || fail "cat --key, virtual-hosted"
+fi
+
 # Temporary credentials from the environment: the token is signed and sent (both servers verify
 # the signature over it), and neither it nor the secret shows in any output, errors included.
 if [ "$KIND" = s3 ]; then
