@@ -4,9 +4,12 @@
 //
 // Per group of paths mounted from one entry (same key, scope and store):
 //  - exact hit and nothing changed (the overlay's upper/ is empty): skipped, with a message;
-//  - otherwise the merged view (archive + changes) is packed through the mount itself and
-//    uploaded under the primary key, create-only (an existing key is skipped: entries are
-//    immutable), with the files the job read, in first-read order, as the archive's hot list;
+//  - otherwise the merged view (archive + changes) is saved under the primary key, create-only
+//    (an existing key is skipped: entries are immutable), with the files the job read, in
+//    first-read order, as the archive's hot list. Incrementally when the paths were mounted
+//    from an entry (tools/incremental_save.h): frames of unchanged files are copied from the
+//    chunk cache or the store, only new and changed files are read through the mount and
+//    compressed; if the base cannot be used, the whole view is packed through the mount;
 //  - a miss (the path was left a plain directory) saves the directory.
 // A failed save leaves the group mounted and says where its changes are, so nothing is lost.
 #pragma once

@@ -10,21 +10,8 @@
 #     its changes in place; a second unmount --save then succeeds.
 # Skipped (exit 0, with a message) when FUSE cannot be used. Usage: unmount_save_test.sh LAZYCACHE
 set -euo pipefail
-LC=$1
-W=$(mktemp -d /tmp/lc-writable-cli.XXXXXX)
-export LAZYCACHE_RUN_DIR=$W/run LAZYCACHE_CACHE_DIR=$W/cache/chunks LAZYCACHE_STORE=$W/store
-P=$W/ws/deps
-cleanup() {
-  if mountpoint -q "$P" 2>/dev/null; then "$LC" unmount --lazy "$P" >/dev/null 2>&1 || fusermount3 -u -z "$P" || true; fi
-  rm -rf "$W"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-if ! { exec 9<>/dev/fuse; } 2>/dev/null; then echo "SKIP: /dev/fuse cannot be opened"; exit 0; fi
-exec 9>&-
-# type, mode, size, links of files, symlink targets and file content: what a restore must keep.
-listing() { (cd "$1" && find . -mindepth 1 \( -type d -printf '%y %m %p\n' \) -o \( -printf '%y %m %s %n %p %l\n' \) | LC_ALL=C sort
-             cd "$1" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 -r md5sum | grep -v -e '/.git/index$' -e '/.git/logs/'); }  # stat data, clock
+. "$(dirname "$0")/cli_test_lib.sh"
+cli_test_setup "$1" lc-writable-cli
 
 # 1. Miss: plain directory, filled by the job, saved on unmount.
 mkdir -p "$P"
@@ -69,6 +56,7 @@ changes "$T"
 "$LC" unmount --save "$P" > "$W/out"
 grep -q "saved .* as key deps-v2" "$W/out" || fail "save of a changed restore-key mount: $(cat "$W/out")"
 grep -Eq " [2-9][0-9]* hot files first" "$W/out" || fail "hot list of the job's reads: $(cat "$W/out")"
+grep -Eq "[0-9]+ frames reused / [0-9]+ compressed" "$W/out" || fail "a save on top of the mounted entry must be incremental: $(cat "$W/out")"
 listing "$T" > "$W/expected"
 mkdir "$W/restored"
 zstd -q -d < "$W/store/deps-v2.tar.zst" | tar -x -C "$W/restored"

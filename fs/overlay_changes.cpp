@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: MIT
+#include "fs/overlay_changes.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+
+namespace lazycache::fs {
+
+namespace {
+
+// Depth-first below `dir_fd` (owned here); `rel` is its path relative to the upper root.
+Status walk(int dir_fd, const std::string& rel, const std::string& upper_dir, std::vector<std::string>& out) {
+  DIR* d = ::fdopendir(dir_fd);
+  if (!d) {
+    int err = errno;
+    ::close(dir_fd);
+    return errno_status("listing " + upper_dir + "/" + rel, err);
+  }
+  std::vector<std::string> subdirs;
+  errno = 0;
+  while (dirent* de = ::readdir(d)) {
+    std::string name = de->d_name;
+    if (name == "." || name == ".." || name.rfind(".wh.", 0) == 0) continue;
+    std::string path = rel.empty() ? name : rel + "/" + name;
+    struct stat st;
+    if (::fstatat(::dirfd(d), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+      int err = errno;
+      ::closedir(d);
+      return errno_status("lstat " + upper_dir + "/" + path, err);
+    }
+    if (S_ISDIR(st.st_mode))
+      subdirs.push_back(name);
+    else
+      out.push_back(std::move(path));
+  }
+  // Close before descending, so the walk holds one descriptor at a time.
+  ::closedir(d);
+  for (const auto& name : subdirs) {
+    std::string path = rel.empty() ? name : rel + "/" + name;
+    int fd = ::open((upper_dir + "/" + path).c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) return errno_status("opening " + upper_dir + "/" + path);
+    LC_RETURN_IF_ERROR(walk(fd, path, upper_dir, out));
+  }
+  return Status();
+}
+
+}  // namespace
+
+Result<std::vector<std::string>> list_upper_changes(const std::string& upper_dir) {
+  std::vector<std::string> out;
+  int fd = ::open(upper_dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return errno_status("opening " + upper_dir);
+  LC_RETURN_IF_ERROR(walk(fd, "", upper_dir, out));
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace lazycache::fs

@@ -1,0 +1,21 @@
+// SPDX-License-Identifier: MIT
+// File: fs/overlay_changes.h -- what an Overlay's upper layer says changed, read from disk
+// (fs/overlay.h describes the layout). For incremental save: everything listed here may differ
+// from the archive, everything else under the mount is the archive's own bytes.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace lazycache::fs {
+
+// Relative paths ("a/b/c") of every non-directory entry in `upper_dir` (files and symlinks the
+// job created, copied up, rewrote or linked), sorted, without whiteout and opaque markers
+// (".wh.*": deletions show in the merged view itself). Directories are not listed: their
+// metadata is visible in the merged view, and their children are listed one by one.
+// Does not follow symlinks; holds one descriptor per directory level. Errors: kIo naming the path.
+Result<std::vector<std::string>> list_upper_changes(const std::string& upper_dir);
+
+}  // namespace lazycache::fs

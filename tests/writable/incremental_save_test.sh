@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Incremental `unmount --save` end to end, with a local-directory store:
+#  - save a tree of ~3000 files (64 KiB frames, so 1 % of the tree is a few frames, not a
+#    fraction of one), mount it under a new key with --restore-keys, read a few files;
+#  - change ~1 % of the files (rewrite one package, add one, delete one, chmod one);
+#  - unmount --save: the save line must say the save was incremental, with about the changed
+#    bytes compressed (they plus at most a few neighbouring frames) and the rest of the frames
+#    reused, taken from the chunk cache or the store;
+#  - the new entry restores with stock `zstd -d | tar -x` byte-identical to a plain twin given
+#    the same changes, and `lazycache verify` passes.
+# Skipped (exit 0, with a message) when FUSE cannot be used. Usage: incremental_save_test.sh LAZYCACHE
+set -euo pipefail
+. "$(dirname "$0")/cli_test_lib.sh"
+cli_test_setup "$1" lc-incr-save
+
+# 30 packages x 100 files of 1-7 KiB, text-like (compressible, but not trivially).
+mkdir -p "$P"
+python3 - "$P" <<'EOF'
+import os, random, sys
+rng = random.Random(7)
+words = [''.join(rng.choice('abcdefghijklmnopqrstuvwxyz') for _ in range(rng.randint(2, 9))) for _ in range(4000)]
+for p in range(30):
+    d = os.path.join(sys.argv[1], 'pkg-%02d' % p, 'lib')
+    os.makedirs(d)
+    for f in range(100):
+        n = rng.randint(1000, 7000)
+        text = ' '.join(rng.choice(words) for _ in range(n // 5))[:n]
+        with open(os.path.join(d, 'f%03d.js' % f), 'w') as out:
+            out.write(text)
+EOF
+"$LC" save --key deps-v1 --frame-size 64K "$P" > "$W/out" || fail "save: $(cat "$W/out")"
+mkdir "$W/twin"
+zstd -q -d < "$W/store/deps-v1.tar.zst" | tar -x -C "$W/twin"
+T=$W/twin/${P#/}
+rm -rf "$P" && mkdir -p "$P"
+
+"$LC" mount --key deps-v2 --restore-keys deps- "$P" > "$W/out"
+grep -q "cache-matched-key=deps-v1" "$W/out" || fail "restore-key mount: $(cat "$W/out")"
+cat "$P"/pkg-03/lib/f00*.js > /dev/null  # the job reads a little
+# ~1 % of the files: 30 rewritten in one package (as an upgrade does), 10 new, 1 deleted, 1 chmod.
+changes() {
+  for f in $(seq -w 0 29); do printf 'upgraded %s\n' "$f" >> "$1/pkg-11/lib/f0$f.js"; done
+  mkdir -p "$1/pkg-new/lib"
+  for f in $(seq 1 10); do seq 1 $((f * 300)) > "$1/pkg-new/lib/n$f.js"; done
+  rm "$1/pkg-20/lib/f050.js"
+  chmod 600 "$1/pkg-25/lib/f010.js"
+}
+changes "$P"
+changes "$T"
+changed_bytes=$(cat "$T"/pkg-11/lib/f00*.js "$T"/pkg-11/lib/f01*.js "$T"/pkg-11/lib/f02*.js "$T"/pkg-new/lib/*.js "$T"/pkg-25/lib/f010.js | wc -c)
+"$LC" unmount --save "$P" > "$W/out"
+cat "$W/out"
+line=$(grep "saved .* as key deps-v2" "$W/out") || fail "save of the changed mount: $(cat "$W/out")"
+[[ $line =~ ([0-9]+)\ frames\ reused\ /\ ([0-9]+)\ compressed\ \(([0-9.]+)\ MiB\ compressed ]] ||
+  fail "the save did not report incremental counts: $line"
+reused=${BASH_REMATCH[1]} compressed=${BASH_REMATCH[2]} mib=${BASH_REMATCH[3]}
+[[ $line =~ ([0-9]+)\ from\ the\ chunk\ cache,\ ([0-9]+)\ from\ the\ store ]] || fail "no base frame sources: $line"
+from_cache=${BASH_REMATCH[1]} from_store=${BASH_REMATCH[2]}
+total=$(du -b "$W/twin" --apparent-size -s | cut -f1)
+# Compressed: the changed bytes, plus at most 2 neighbouring 64 KiB frames per changed region
+# (pkg-11, pkg-new, the chmod; the deletion only drops a member) and the last frame.
+limit=$((changed_bytes + 8 * 65536))
+compressed_bytes=$(awk -v m="$mib" 'BEGIN { printf "%d", m * 1048576 }')
+echo "changed ${changed_bytes} B of ${total} B; compressed ${compressed_bytes} B (limit ${limit}); frames ${reused} reused / ${compressed} compressed; base frames ${from_cache} cache / ${from_store} store"
+[ "$compressed_bytes" -le "$limit" ] || fail "compressed $compressed_bytes bytes for $changed_bytes changed"
+[ "$compressed_bytes" -ge $((changed_bytes / 2)) ] || fail "compressed less than the changed bytes: $line"
+[ "$reused" -ge $((compressed * 10)) ] || fail "too few frames reused: $line"
+[ $((from_cache + from_store)) -eq "$reused" ] || fail "every reused frame comes from the cache or the store: $line"
+[ "$from_store" -gt 0 ] || fail "frames the job never read must come from the store: $line"
+
+listing "$T" > "$W/expected"
+mkdir "$W/restored"
+zstd -q -d < "$W/store/deps-v2.tar.zst" | tar -x -C "$W/restored"
+listing "$W/restored/${P#/}" > "$W/restored.list"
+diff "$W/expected" "$W/restored.list" > "$W/diff" || fail "zstd | tar restore differs from the twin: $(head -5 "$W/diff")"
+"$LC" verify "$W/store/deps-v2.tar.zst" > "$W/out" 2>&1 || fail "verify: $(cat "$W/out")"
+echo "OK"

@@ -1,0 +1,117 @@
+// SPDX-License-Identifier: MIT
+#include "tools/incremental_save.h"
+
+#include <sys/stat.h>
+
+#include <atomic>
+#include <optional>
+#include <set>
+
+#include "format/archive.h"
+#include "fs/chunk_cache.h"
+#include "fs/overlay_changes.h"
+#include "remote/cache_keys.h"
+#include "tools/mount_state.h"
+#include "tools/store_options.h"
+
+namespace lazycache::cli {
+
+namespace {
+
+// The daemon's matched key (the entry it mounted), the same for every record of the group.
+Result<std::string> mounted_key(const std::vector<SaveRecord>& records) {
+  std::optional<std::string> key;
+  for (const SaveRecord& r : records) {
+    if (r.pid <= 0) return Status(ErrorCode::kUnsupported, r.path + " was a cache miss (no entry to build on)");
+    if (r.state_dir.empty()) return Status(ErrorCode::kUnsupported, r.path + " was mounted read-only");
+    auto d = find_daemon(r.path);
+    if (!d || d->pid != r.pid || d->key.empty())
+      return Status(ErrorCode::kNotFound, "the mount daemon of " + r.path + " does not say which entry it mounted");
+    if (key && *key != d->key) return Status(ErrorCode::kUnsupported, "the paths were mounted from different entries");
+    key = d->key;
+  }
+  if (!key) return Status(ErrorCode::kInvalidArgument, "no paths to save");
+  return *key;
+}
+
+// The chunk cache the mounts filled, if this machine has one: read only (frames the job never
+// read are not worth keeping), and never created by a save.
+std::shared_ptr<fs::ChunkCache> existing_chunk_cache() {
+  const std::string dir = fs::ChunkCache::default_dir();
+  struct stat st;
+  if (::stat((dir + "/index.mdb").c_str(), &st) != 0) return nullptr;
+  auto cache = fs::ChunkCache::open({dir});
+  return cache.ok() ? *cache : nullptr;
+}
+
+}  // namespace
+
+Result<IncrementalSaveCounts> save_incremental(const std::vector<SaveRecord>& records,
+                                               std::shared_ptr<remote::ObjectStore> store, ByteSink& sink,
+                                               const format::PackConfig& pack) {
+  LC_ASSIGN_OR_RETURN(std::string key, mounted_key(records));
+  LC_ASSIGN_OR_RETURN(std::string object_key, remote::entry_object_key(records.front().scope, key));
+  auto object = store->head(object_key);
+  if (!object.ok()) return object.error().with_context("the mounted entry " + object_key);
+  std::shared_ptr<const ByteSource> source = open_entry_source(store, *object);
+  LC_ASSIGN_OR_RETURN(auto reader, format::ArchiveReader::open(source));
+  std::shared_ptr<const format::Index> index = reader->shared_index();
+
+  IncrementalSaveCounts counts;
+  std::set<std::string> changed;
+  std::vector<format::PackRoot> roots;
+  bool any_in_base = false;
+  for (const SaveRecord& r : records) {
+    roots.push_back(format::PackRoot{r.path});
+    const size_t first_char = r.path.find_first_not_of('/');
+    if (first_char == std::string::npos) return Status(ErrorCode::kUnsupported, "cannot save the file system root");
+    const std::string prefix = r.path.substr(first_char);
+    any_in_base = any_in_base || index->lookup_path(prefix).has_value();
+    LC_ASSIGN_OR_RETURN(auto listed, fs::list_upper_changes(r.state_dir + "/upper"));
+    for (const auto& rel : listed) changed.insert(prefix + "/" + rel);
+    counts.changed_paths += listed.size();
+  }
+  if (!any_in_base)
+    return Status(ErrorCode::kUnsupported, "the mounted entry holds none of the saved paths (restored elsewhere)");
+
+  auto cache = existing_chunk_cache();
+  std::atomic<uint32_t> from_cache{0}, from_store{0};
+  format::IncrementalBase base;
+  base.index = index;
+  // Frames in the chunk cache are taken from there; the rest of the run is read from the store
+  // in one read_ranges call, which merges adjacent frames and runs the GETs concurrently.
+  base.fetch_frames = [&](uint32_t first, uint32_t last) -> Result<std::string> {
+    const auto frames = index->frames();
+    const uint64_t begin = frames[first].compressed_offset;
+    std::string out(frames[last].compressed_offset + frames[last].compressed_size - begin, '\0');
+    std::vector<ReadRequest> misses;
+    for (uint32_t f = first; f <= last; ++f) {
+      char* dst = out.data() + (frames[f].compressed_offset - begin);
+      if (cache) {
+        auto hit = cache->get(frames[f].digest);
+        if (hit.ok() && hit->size() == frames[f].compressed_size) {
+          std::copy(hit->begin(), hit->end(), dst);
+          ++from_cache;
+          continue;
+        }
+      }
+      ++from_store;
+      auto span = std::as_writable_bytes(std::span<char>(dst, frames[f].compressed_size));
+      if (!misses.empty() && misses.back().offset + misses.back().out.size() == frames[f].compressed_offset)
+        misses.back().out = std::span<std::byte>(misses.back().out.data(), misses.back().out.size() + span.size());
+      else
+        misses.push_back(ReadRequest{frames[f].compressed_offset, span, 0});
+    }
+    if (!misses.empty()) LC_RETURN_IF_ERROR(source->read_ranges(misses).with_context("reading base frames from " + source->describe()));
+    for (const auto& m : misses)
+      if (m.bytes_read != m.out.size()) return Status(ErrorCode::kUnavailable, "short read of base frames from " + source->describe());
+    return out;
+  };
+
+  LC_ASSIGN_OR_RETURN(counts.stats, format::write_incremental_archive(roots, base, changed, sink, pack));
+  counts.frames_from_cache = from_cache;
+  counts.frames_from_store = from_store;
+  return counts;
+}
+
+}  // namespace lazycache::cli
