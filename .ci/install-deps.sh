@@ -8,7 +8,9 @@ PKGS=(build-essential cmake pkg-config clang lld libclang-rt-14-dev
       nodejs lintian
       # the S3 test servers and interop peers: installed here, once and serially, so that tests
       # starting in parallel under ctest -j never race for the dpkg lock
-      swift swift-proxy swift-account swift-container swift-object python3-swift memcached rclone)
+      swift swift-proxy swift-account swift-container swift-object python3-swift memcached rclone
+      # the bench smoke test's peers and report tools
+      squashfuse squashfs-tools gnuplot-nox jq bc)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

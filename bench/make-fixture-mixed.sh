@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 # make-fixture-mixed.sh DIR [SCALE] -- a mixed binary + text tree in DIR (about 300 MiB at
 # SCALE 1): the few-large-files case of a CI cache (build outputs, toolchains).
-#   big/largest-lib.so   the largest shared library in /usr/lib/x86_64-linux-gnu (compressible ELF)
+#   big/largest-lib.so   the largest shared library in /usr/lib/x86_64-linux-gnu (compressible ELF;
+#                        its first 256 MiB x SCALE)
 #   big/noise.bin        64 MiB of AES-128-CTR keystream under a fixed key: incompressible, and
 #                        the same bytes on every machine
 #   lib/                 .so files of /usr/lib/x86_64-linux-gnu, ~75 MiB
@@ -38,7 +39,8 @@ copy_budget() {
 mkdir -p "$DIR/big"
 largest=$(find /usr/lib/x86_64-linux-gnu -maxdepth 1 -type f -name '*.so*' -printf '%s\t%p\n' |
   sort -rn | head -1 | cut -f2)
-cp "$largest" "$DIR/big/largest-lib.so"
+# At most 256 MiB x SCALE of it: the whole library at SCALE 1, a slice of it in small trees.
+head -c "$(budget 256)" "$largest" > "$DIR/big/largest-lib.so"
 openssl enc -aes-128-ctr -nosalt -K 6c617a7963616368652d62656e636821 -iv 0 -in /dev/zero 2>/dev/null |
   head -c "$(budget 64)" > "$DIR/big/noise.bin" || true
 copy_budget /usr/lib/x86_64-linux-gnu "$DIR/lib" "$(budget 75)" -maxdepth 1 -name '*.so*' \

@@ -24,12 +24,19 @@ SCENARIOS = [
     ("job", "Partial job (node)", "A CI step on the node tree: `tsc --version`, `eslint --version`, node "
      "loads lodash, express, react, rxjs and axios, then reads a fixed list of every 7th file (about 14 % "
      "of the files). With restore, the time includes the restore.", []),
+    ("job_pkg", "Partial job, whole packages (node)", "The same step, but the fixed list holds every file "
+     "of every 7th package (about 14 % of the files, clustered as a job that loads packages reads "
+     "them).", []),
+    ("job_learned", "Partial job, second run (node)", "The scattered job again on the entry its own first "
+     "run saved with `unmount --save` (first run untimed: a partial hit via --restore-keys, the job, "
+     "the save); the new entry stores the files the job read first, in that order, and the mount "
+     "prefetches them. Quoted against the first run's rows of the partial job.", ["job"]),
     ("read_cold", "Cold full read", "Every file read once right after the restore or mount (caches dropped, "
      "lazycache's chunk cache cleared).", []),
     ("find_warm", "Warm find", "`find DIR | wc -l` on a filesystem that was walked once before.", []),
     ("read_warm", "Warm reads", "`find DIR -type f -print0 | xargs -0 cat` after one untimed full read.", []),
     ("rss_peak", "Peak RSS", "Peak resident memory (VmHWM) of the filesystem daemon after the reads.", []),
-    ("rss_idle", "Idle RSS", "Resident memory (VmRSS) of the filesystem daemon 2 s after the reads.", []),
+    ("rss_idle", "Idle RSS", "Resident memory (VmRSS) of the filesystem daemon 5 s after the reads (lazycache drops its in-memory frames after 3 s without reads).", []),
     ("bytes", "Bytes fetched against bytes read", "What the partial job reads against what each approach "
      "downloads. lazycache's figure is counted by the link proxy (bytes the store sent).", []),
 ]
@@ -70,10 +77,13 @@ def derived_rows(rows):
         def add(scen, tool, value, u):
             out.append(dict(base, scenario=scen, tool=tool, median_s=value, min_s=value, max_s=value,
                             note={"unit": u}))
-        if r["scenario"] == "job" and "fetched_bytes" in n:
-            add("bytes", r["tool"] + ": bytes the store sent (link proxy)", n["fetched_bytes"] / 1048576, "MiB")
+        if r["scenario"] in ("job", "job_pkg", "job_learned") and "fetched_bytes" in n:
+            label = {"job": "", "job_pkg": "whole packages: ", "job_learned": "second run: "}[r["scenario"]] + r["tool"]
+            add("bytes", label + ": bytes the store sent (link proxy)", n["fetched_bytes"] / 1048576, "MiB")
             if "lc_store_bytes" in n:
-                add("bytes", r["tool"] + ": bytes fetched (lazycache's count)", n["lc_store_bytes"] / 1048576, "MiB")
+                add("bytes", label + ": bytes fetched (lazycache's count)", n["lc_store_bytes"] / 1048576, "MiB")
+            if "lc_store_range_reads" in n:
+                add("bytes", label + ": range reads", float(n["lc_store_range_reads"]), "reads")
         if r["scenario"] == "read_cold" and is_lazycache(r):
             if "rss_peak_kib" in n:
                 add("rss_peak", "lazycache mount (cold full read over the link)", n["rss_peak_kib"] / 1024, "MiB")

@@ -3,6 +3,7 @@
 # bench/run.sh [--quick] [--runs N] [--profiles "hosted far"] [--fixtures "node mixed"]
 #              [--out DIR] [--build DIR] [--keep-work] [--skip-local] [--no-build]
 #              [--merge-tsv FILE]
+#        bench/run.sh --smoke --out DIR   (seconds: tiny mixed tree, loopback; `make test` runs it)
 #
 # The benchmark suite: lazycache against the tools CI users run today, on the same fixture, the
 # same store and the same emulated link, in one run. See bench/README.md for what each scenario
@@ -31,11 +32,13 @@ trap 'rm -rf "$SCRIPTS"' EXIT
 HERE=$LC_BENCH_HOME
 ROOT=$(dirname "$HERE")
 
-QUICK=0 RUNS= PROFILES= FIXTURES= OUT= BUILD=${LC_BUILD:-$ROOT/build} KEEP=0 SKIP_LOCAL=0 NO_BUILD=0 MERGE_TSV=
+QUICK=0 SMOKE=0 RUNS= PROFILES= FIXTURES= OUT= BUILD=${LC_BUILD:-$ROOT/build} KEEP=0 SKIP_LOCAL=0 NO_BUILD=0 MERGE_TSV=
+MIXED_SCALE=1 FX_ROOT=$HERE/work/fixtures
 usage() { sed -n '3,4p' "$SCRIPTS/run.sh" | sed 's/^# //' >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case $1 in
     --quick) QUICK=1 ;;
+    --smoke) SMOKE=1 ;;
     --runs) RUNS=${2:?}; shift ;;
     --profiles) PROFILES=${2:?}; shift ;;
     --fixtures) FIXTURES=${2:?}; shift ;;
@@ -51,7 +54,13 @@ while [ $# -gt 0 ]; do
   shift
 done
 SQUASHFUSES="squashfuse squashfuse_ll"
-if [ $QUICK = 1 ]; then
+if [ $SMOKE = 1 ]; then
+  # The bench entry point exercised end to end in seconds, so that it cannot rot: every scenario
+  # that does not need the node fixture, on a ~3 MiB mixed tree, over loopback, once.
+  [ -n "$OUT" ] || { echo "run.sh: --smoke needs --out DIR" >&2; exit 2; }
+  QUICK=1 SQUASHFUSES=squashfuse_ll RUNS=1 PROFILES=loopback FIXTURES=mixed MIXED_SCALE=0.01
+  FX_ROOT=$OUT/fixtures
+elif [ $QUICK = 1 ]; then
   SQUASHFUSES=squashfuse_ll
   RUNS=${RUNS:-1} PROFILES=${PROFILES:-hosted} FIXTURES=${FIXTURES:-node} OUT=${OUT:-$HERE/out/quick}
 else
@@ -60,13 +69,16 @@ fi
 [ "$(id -u)" = 0 ] || { echo "run.sh: run as root (drop_caches, FUSE mounts, apt-get)" >&2; exit 1; }
 INVOCATION="bench/run.sh $*"
 [ $QUICK = 1 ] && INVOCATION="bench/run.sh --quick"
+[ $SMOKE = 1 ] && INVOCATION="bench/run.sh --smoke --out DIR"
 [ $QUICK = 0 ] && INVOCATION="bench/run.sh --runs $RUNS --profiles \"$PROFILES\" --fixtures \"$FIXTURES\""
 
 # ---- tools ----
 need=()
-for t in zstd:zstd curl:curl rclone:rclone squashfuse:squashfuse squashfuse_ll:squashfuse \
-         mksquashfs:squashfs-tools gnuplot:gnuplot-nox jq:jq bc:bc npm:npm node:nodejs \
-         fusermount3:fuse3 openssl:openssl python3:python3 cmake:cmake; do
+tools="zstd:zstd curl:curl rclone:rclone squashfuse:squashfuse squashfuse_ll:squashfuse
+       mksquashfs:squashfs-tools gnuplot:gnuplot-nox jq:jq bc:bc node:nodejs
+       fusermount3:fuse3 openssl:openssl python3:python3 cmake:cmake"
+case " $FIXTURES " in *" node "*) tools="$tools npm:npm" ;; esac   # npm only builds the node fixture
+for t in $tools; do
   command -v "${t%%:*}" >/dev/null || need+=("${t#*:}")
 done
 if [ ${#need[@]} -gt 0 ]; then
@@ -170,12 +182,11 @@ lc_why() {  # why a lazycache row for command $1 is missing
 lc_has_opt() { "$LC" "$1" --help 2>&1 | grep -q -- "$2"; }
 
 # ---- fixtures ----
-FX_ROOT=$HERE/work/fixtures
 declare -A TREE   # fixture -> directory whose contents are cached (node_modules, mixed/)
 for fx in $FIXTURES; do
   case $fx in
     node) "$HERE/make-fixture-node.sh" "$FX_ROOT/node" >&2; TREE[node]=$FX_ROOT/node/node_modules ;;
-    mixed) "$HERE/make-fixture-mixed.sh" "$FX_ROOT/mixed" >&2; TREE[mixed]=$FX_ROOT/mixed ;;
+    mixed) "$HERE/make-fixture-mixed.sh" "$FX_ROOT/mixed" "$MIXED_SCALE" >&2; TREE[mixed]=$FX_ROOT/mixed ;;
     *) echo "run.sh: unknown fixture $fx (node, mixed)" >&2; exit 2 ;;
   esac
 done
@@ -186,8 +197,15 @@ fx_files() { find "${TREE[$1]}" -type f ! -name .fixture-stamp | wc -l; }
 # of the files), relative to node_modules. Derived from the pinned tree, so it is the same list
 # on every machine.
 JOB_LIST=$W/job-files.txt
+# The package-clustered list: every file of every 7th package (scoped packages count one by one),
+# as a job that loads whole packages reads them. Also about 14 % of the files.
+JOB_PKG_LIST=$W/job-pkg-files.txt
 if [ -n "${TREE[node]:-}" ]; then
   (cd "${TREE[node]}" && find . -type f -printf '%P\n' | LC_ALL=C sort | awk 'NR % 7 == 1') > "$JOB_LIST"
+  (cd "${TREE[node]}" && for d in */; do
+     d=${d%/}
+     case $d in @*) for s in "$d"/*/; do echo "${s%/}"; done ;; *) echo "$d" ;; esac
+   done | LC_ALL=C sort | awk 'NR % 7 == 1' | while read -r p; do find "$p" -type f; done | LC_ALL=C sort) > "$JOB_PKG_LIST"
 fi
 
 # ---- store ----

@@ -30,7 +30,7 @@ lc_unmount() {
 # Adds lazycache's own figures of the last unmounted mount to $NOTE.
 note_lc_figures() {
   local k v
-  for k in store_bytes bytes_served files_opened frames_from_store; do
+  for k in store_bytes store_range_reads bytes_served files_opened frames_from_store prefetched_frames; do
     v=$(jq -r ".stats.$k // empty" "$W/last-unmount.json" 2>/dev/null | head -1)
     [ -n "$v" ] && note_add "lc_$k" "$v"
   done
@@ -46,6 +46,8 @@ lc_daemon_pid() {  # the daemon of the last mount: `lazycache mount` prints "dae
 # The job a CI step runs on the node tree (cwd = the tree's parent): two CLIs print their
 # version, node loads five packages, and the fixed list of files is read.
 JOB_CMD='(cd "$JOBP" && node_modules/.bin/tsc --version && node_modules/.bin/eslint --version && node -e "for (const m of [\"lodash\", \"express\", \"react\", \"rxjs\", \"axios\"]) require(m)" && cd node_modules && xargs -a "$JOB_LIST" -d "\n" cat > /dev/null)'
+# The same step reading whole packages instead of scattered files (see JOB_PKG_LIST in run.sh).
+JOB_PKG_CMD=${JOB_CMD//JOB_LIST/JOB_PKG_LIST}
 READ_ALL='find "$JOBD" -type f -print0 | xargs -0 cat > /dev/null'
 
 # ---- local scenarios: no store, no link ----
@@ -88,8 +90,8 @@ run_local_scenarios() {
     measure find_warm "$fx" local "$sq" "find '$JOBD' > /dev/null" 'find "$JOBD" | wc -l > /dev/null'
     measure read_warm "$fx" local "$sq" "$READ_ALL" "$READ_ALL"
     value_row rss_peak "$fx" local "$sq" "$(mib $(( $(rss_kib $sqpid VmHWM) * 1024 )))" MiB "VmHWM of $sq after the reads"
-    sleep 2
-    value_row rss_idle "$fx" local "$sq" "$(mib $(( $(rss_kib $sqpid VmRSS) * 1024 )))" MiB "VmRSS of $sq 2 s later"
+    sleep 5
+    value_row rss_idle "$fx" local "$sq" "$(mib $(( $(rss_kib $sqpid VmRSS) * 1024 )))" MiB "VmRSS of $sq 5 s later"
     fusermount3 -u "$M"; wait $sqpid 2>/dev/null || true
   done
   if lc_has mount && lc_has pack; then
@@ -118,8 +120,8 @@ lc_local_warm() {
   p=$(lc_daemon_pid "$M")
   if [ -n "$p" ]; then
     value_row rss_peak "$fx" local "lazycache mount" "$(mib $(( $(rss_kib "$p" VmHWM) * 1024 )))" MiB "VmHWM of the mount daemon after the reads"
-    sleep 2
-    value_row rss_idle "$fx" local "lazycache mount" "$(mib $(( $(rss_kib "$p" VmRSS) * 1024 )))" MiB "VmRSS of the mount daemon 2 s later"
+    sleep 5
+    value_row rss_idle "$fx" local "lazycache mount" "$(mib $(( $(rss_kib "$p" VmRSS) * 1024 )))" MiB "VmRSS of the mount daemon 5 s later"
   else
     for s in rss_peak rss_idle; do not_measured $s "$fx" local "lazycache mount" "mount daemon's PID not found"; done
   fi
@@ -207,6 +209,7 @@ run_link_scenarios() {
     else
       not_measured job "$fx" "$prof" "lazycache mount, job, unmount" "$(lc_why mount)"
     fi
+    lc_job_variants "$fx" "$prof" "$KEY"
     value_row bytes "$fx" "$prof" "job: bytes in the listed files" "$(mib "$job_bytes")" MiB "xargs -a job-files.txt stat -c %s"
     value_row bytes "$fx" "$prof" "actions/cache: bytes fetched" "$(mib "$abytes")" MiB "the whole archive"
   fi
@@ -219,10 +222,43 @@ run_link_scenarios() {
     local PID_NOTE='p=$(lc_daemon_pid "$JOBD"); [ -n "$p" ] && note_add rss_peak_kib $(rss_kib $p VmHWM); '
     measure read_cold "$fx" "$prof" "lazycache mount, read all" "$PREP_MOUNT"'; B0=$(fetched_bytes)' \
       '"$LC" mount "${LC_STORE_OPTS[@]}" --key "$KEY" "$JOBD" && '"$READ_ALL" \
-      'note_add fetched_bytes $(( $(fetched_bytes) - B0 )); note_add archive_bytes '"$abytes"'; '"$PID_NOTE"'sleep 2; [ -n "$p" ] && note_add rss_idle_kib $(rss_kib $p VmRSS); lc_unmount "$JOBD"; note_lc_figures'
+      'note_add fetched_bytes $(( $(fetched_bytes) - B0 )); note_add archive_bytes '"$abytes"'; '"$PID_NOTE"'sleep 5; [ -n "$p" ] && note_add rss_idle_kib $(rss_kib $p VmRSS); lc_unmount "$JOBD"; note_lc_figures'
   else
     not_measured read_cold "$fx" "$prof" "lazycache mount, read all" "$(lc_why mount)"
   fi
   lc_unmount "$JOBD"
   rm -rf "$JOBD"
+}
+
+# The partial job's variants (node): a job that reads whole packages, and the second run of the
+# job on the entry its first run saved (learned layout: the files it read first, in that order,
+# prefetched at mount).
+lc_job_variants() {
+  local fx=$1 prof=$2 KEY=$3 pkg_bytes
+  pkg_bytes=$(cd "$T" && xargs -a "$JOB_PKG_LIST" -d '\n' stat -c %s | awk '{ s += $1 } END { print s }')
+  say "partial job, whole packages ($fx, $prof)"
+  measure job_pkg "$fx" "$prof" "actions/cache: curl, extract, job" "$PREP_EMPTY" \
+    '$CURL -o "$W/dl.tar.zst" "$E/$BUCKET/$OBJ" && zstd -dc "$W/dl.tar.zst" | tar -xf - -C "$JOBP" && '"$JOB_PKG_CMD"
+  measure job_pkg "$fx" "$prof" "job alone on a local tree" ':' "$JOB_PKG_CMD"
+  if lc_has mount; then
+    measure job_pkg "$fx" "$prof" "lazycache mount, job, unmount" "$PREP_MOUNT"'; B0=$(fetched_bytes)' \
+      '"$LC" mount "${LC_STORE_OPTS[@]}" --key "$KEY" "$JOBD" && '"$JOB_PKG_CMD"' && lc_unmount "$JOBD"' \
+      'note_add fetched_bytes $(( $(fetched_bytes) - B0 )); note_add job_file_bytes '"$pkg_bytes"'; note_add archive_bytes '"$abytes"'; note_lc_figures'
+  else
+    not_measured job_pkg "$fx" "$prof" "lazycache mount, job, unmount" "$(lc_why mount)"
+  fi
+
+  say "partial job, second run on the learned layout ($fx, $prof)"
+  if ! lc_has mount || ! lc_has_opt unmount --save; then
+    not_measured job_learned "$fx" "$prof" "lazycache mount, job, unmount (second run)" "$(lc_why mount) (or no unmount --save)"
+    return 0
+  fi
+  # A base entry only this scenario matches by prefix, so every first run starts from it.
+  "$LC" save "${LC_STORE_OPTS[@]}" --key "$fx-$prof-base" "$JOBD" >>"$LOG" 2>&1 || true
+  # Untimed first run: a partial hit on the base, the job, then unmount --save under the new key
+  # (the job's read order goes into the new entry's hot list and layout).
+  local FIRST_RUN='next_seq; '"$PREP_MOUNT"'; "$LC" mount "${LC_STORE_OPTS[@]}" --key "$fx-$prof-learned-$SEQ" --restore-keys "$fx-$prof-base" "$JOBD" >>"$LOG" 2>&1 && '"$JOB_CMD"' && "$LC" unmount --save "$JOBD" >>"$LOG" 2>&1; lc_unmount "$JOBD"; lc_clear_cache; drop_caches; B0=$(fetched_bytes)'
+  measure job_learned "$fx" "$prof" "lazycache mount, job, unmount (second run)" "$FIRST_RUN" \
+    '"$LC" mount "${LC_STORE_OPTS[@]}" --key "$fx-$prof-learned-$SEQ" "$JOBD" && '"$JOB_CMD"' && lc_unmount "$JOBD"' \
+    'note_add fetched_bytes $(( $(fetched_bytes) - B0 )); note_add job_file_bytes '"$job_bytes"'; note_add archive_bytes '"$abytes"'; note_lc_figures'
 }

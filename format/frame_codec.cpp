@@ -27,11 +27,19 @@ Result<std::string> compress_frame(std::span<const std::byte> data, int level) {
   ZSTD_CCtx_setParameter(cctx.get(), ZSTD_c_compressionLevel, level);
   ZSTD_CCtx_setParameter(cctx.get(), ZSTD_c_checksumFlag, 1);
   ZSTD_CCtx_setParameter(cctx.get(), ZSTD_c_contentSizeFlag, 1);
-  std::string out(ZSTD_compressBound(data.size()), '\0');
-  size_t n = ZSTD_compress2(cctx.get(), out.data(), out.size(), data.data(), data.size());
+  // Compress into an uninitialised scratch buffer kept per thread, then copy out the few
+  // compressed bytes: zero-filling and faulting in a fresh bound-sized string per frame cost
+  // more than the copy.
+  thread_local std::unique_ptr<char[]> scratch;
+  thread_local size_t scratch_size = 0;
+  size_t bound = ZSTD_compressBound(data.size());
+  if (scratch_size < bound) {
+    scratch.reset(new char[bound]);
+    scratch_size = bound;
+  }
+  size_t n = ZSTD_compress2(cctx.get(), scratch.get(), bound, data.data(), data.size());
   if (ZSTD_isError(n)) return Status(ErrorCode::kInternal, std::string("zstd compression failed: ") + ZSTD_getErrorName(n));
-  out.resize(n);
-  return out;
+  return std::string(scratch.get(), n);
 }
 
 Result<std::string> decode_frame_checked(const FrameInfo& frame, uint32_t frame_number, std::span<const std::byte> compressed) {

@@ -2,6 +2,7 @@
 #include "fs/filesystem.h"
 
 #include <fcntl.h>
+#include <malloc.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -41,6 +42,7 @@ Filesystem::Filesystem(std::unique_ptr<format::ArchiveReader> reader, std::share
       chunk_cache_(std::move(chunk_cache)),
       fetcher_(std::make_unique<FrameFetcher>(*reader_, chunk_cache_, memory_, budget_, config.fetcher)),
       started_(std::chrono::steady_clock::now()),
+      archive_ahead_(config.archive_readahead),
       opened_(reader_->index().entry_count(), false),
       watchdog_([this](std::stop_token st) { watchdog(st); }) {}
 
@@ -184,6 +186,7 @@ void Filesystem::finish(const std::shared_ptr<ReadOp>& op, Result<std::vector<Re
 void Filesystem::read(uint64_t handle, uint64_t offset, size_t size, ReadCallback cb) {
   auto* file = reinterpret_cast<OpenFile*>(handle);
   reads_.fetch_add(1, std::memory_order_relaxed);
+  last_read_ns_.store(std::chrono::steady_clock::now().time_since_epoch().count(), std::memory_order_relaxed);
   if (offset >= file->size || size == 0) {
     cb(std::vector<ReadPiece>());
     return;
@@ -243,6 +246,12 @@ void Filesystem::read(uint64_t handle, uint64_t offset, size_t size, ReadCallbac
     const auto [a, b] = index().frames_for_range(file->data_offset + ahead.offset, ahead.length);
     fetcher_->prefetch(a, b, Priority::kReadahead);
   }
+  FrameSpan across;
+  {
+    std::lock_guard lock(archive_ahead_mu_);
+    across = archive_ahead_.on_read(first, last, static_cast<uint32_t>(frames.size()));
+  }
+  if (across.count > 0) fetcher_->prefetch(across.first, across.first + across.count - 1, Priority::kReadahead);
 }
 
 Result<std::string> Filesystem::read_sync(uint64_t handle, uint64_t offset, size_t size) {
@@ -267,6 +276,7 @@ void Filesystem::watchdog(std::stop_token stop) {
         if (auto op = weak.lock(); op && op->deadline <= now) expired.push_back(std::move(op));
       }
     }
+    trim_if_idle();
     for (auto& op : expired) {
       read_timeouts_.fetch_add(1, std::memory_order_relaxed);
       std::cerr << "lazycache: read of " << op->length << " bytes at stream offset " << op->stream_offset << " of "
@@ -274,6 +284,13 @@ void Filesystem::watchdog(std::stop_token stop) {
       finish(op, Status(ErrorCode::kTimeout, "read timed out"));
     }
   }
+}
+
+void Filesystem::trim_if_idle() {
+  if (config_.idle_trim_ms == 0 || memory_.held_bytes() == 0 || !fetcher_->idle()) return;
+  const auto last = std::chrono::steady_clock::time_point(std::chrono::steady_clock::duration(last_read_ns_.load(std::memory_order_relaxed)));
+  if (std::chrono::steady_clock::now() - last < std::chrono::milliseconds(config_.idle_trim_ms)) return;
+  if (memory_.clear() > 0) ::malloc_trim(0);
 }
 
 void Filesystem::prefetch_file(const format::Entry& e, Priority p) {

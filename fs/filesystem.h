@@ -5,8 +5,9 @@
 // from the archive's Index alone, with no I/O. File data goes
 //   read(handle, offset, size) -> frames_for_range -> FrameFetcher (memory FrameCache -> LMDB
 //   ChunkCache -> range reads) -> pieces of decompressed frames handed to the callback,
-// plus per-open-file sequential readahead (ReadAheadPolicy) and mount-time prefetch (the index's
-// hot list, a list of paths, or the whole archive in the background).
+// plus per-open-file sequential readahead (ReadAheadPolicy), readahead across files along the
+// archive's frames (ArchiveReadAhead) and mount-time prefetch (the index's hot list, a list of
+// paths, or the whole archive in the background).
 //
 // Identity: an EntryId names an index entry. Hardlinked names share one canonical id (the group's
 // first entry), which lookup() returns, so the FUSE adapter gives them one inode number.
@@ -41,6 +42,7 @@
 #include <vector>
 
 #include "format/archive.h"
+#include "fs/archive_read_ahead.h"
 #include "fs/chunk_cache.h"
 #include "fs/frame_cache.h"
 #include "fs/frame_fetcher.h"
@@ -55,12 +57,18 @@ using format::EntryId;
 struct FilesystemConfig {
   FetcherConfig fetcher;
   ReadAheadConfig readahead;
+  ArchiveReadAheadConfig archive_readahead;
   // 256 MiB: room for ~64 decompressed 4 MiB frames plus the fetches in flight; a CI runner has
   // gigabytes, and the page cache above us holds what readers reuse.
   uint64_t memory_budget_bytes = 256ull << 20;
   // 30 s: longer than the store's own retry schedule for one range read, short enough that a
   // job sees EIO instead of hanging in D state when the store goes away.
   uint64_t read_timeout_ms = 30000;
+  // After this long without a read, the decompressed frames held in memory are dropped and the
+  // freed heap returned to the system: an idle mount (a job between steps) should not sit on a
+  // few hundred MiB. The kernel's page cache still holds what was read (keep_cache), and the
+  // chunk cache the compressed frames. 0 keeps them.
+  uint64_t idle_trim_ms = 3000;
   // When set, every entry reports this owner (a mount by a non-root user shows the user's files,
   // as tar does when extracting as non-root); else the archive's uid/gid.
   std::optional<std::pair<uint32_t, uint32_t>> owner;
@@ -152,6 +160,7 @@ class Filesystem {
   void prefetch_file(const format::Entry& e, Priority p);
   void finish(const std::shared_ptr<ReadOp>& op, Result<std::vector<ReadPiece>> result);
   void watchdog(std::stop_token stop);
+  void trim_if_idle();  // watchdog thread
 
   std::unique_ptr<format::ArchiveReader> reader_;
   FilesystemConfig config_;
@@ -163,6 +172,10 @@ class Filesystem {
 
   std::atomic<uint64_t> files_opened_{0}, open_handles_{0}, reads_{0}, bytes_served_{0}, read_errors_{0},
       read_timeouts_{0};
+  std::atomic<int64_t> last_read_ns_{0};  // steady_clock of the latest read(), for idle trimming
+
+  std::mutex archive_ahead_mu_;  // guards archive_ahead_
+  ArchiveReadAhead archive_ahead_;
 
   mutable std::mutex access_mu_;  // guards opened_, access_order_
   std::vector<bool> opened_;

@@ -32,6 +32,8 @@ class FrameCache {
   bool put(uint32_t frame, FramePtr data);
   // Evicts least recently used frames until `bytes` are free in the budget (or nothing is left).
   void make_room(uint64_t bytes);
+  // Drops every frame (readers holding one keep it alive). Returns the bytes released.
+  uint64_t clear();
   uint64_t held_bytes() const;
   size_t size() const;
 

@@ -135,17 +135,21 @@ std::vector<uint32_t> FrameFetcher::claim_run_locked(bool& background) {
     p.claimed = true;
     return frames_[f].compressed_size;
   };
-  auto claimable = [this](uint32_t f) {
+  // Only frames of the same priority join a run: a reader waiting on an on-demand frame must not
+  // wait for the readahead behind it to arrive too (a run completes as one range read), and
+  // readahead split into several runs travels over several connections at once.
+  auto claimable = [this, prio](uint32_t f) {
     auto it = pending_.find(f);
-    return it != pending_.end() && !it->second.claimed;
+    return it != pending_.end() && !it->second.claimed && static_cast<uint8_t>(it->second.priority) == prio;
   };
+  const uint64_t limit = prio == static_cast<uint8_t>(Priority::kOnDemand) ? config_.merge_bytes_on_demand : config_.merge_bytes;
   std::vector<uint32_t> run{frame};
   uint64_t bytes = claim(frame);
-  for (uint32_t f = frame + 1; f < frames_.size() && claimable(f) && bytes + frames_[f].compressed_size <= config_.merge_bytes; ++f) {
+  for (uint32_t f = frame + 1; f < frames_.size() && claimable(f) && bytes + frames_[f].compressed_size <= limit; ++f) {
     bytes += claim(f);
     run.push_back(f);
   }
-  for (uint32_t f = frame; f > 0 && claimable(f - 1) && bytes + frames_[f - 1].compressed_size <= config_.merge_bytes; --f) {
+  for (uint32_t f = frame; f > 0 && claimable(f - 1) && bytes + frames_[f - 1].compressed_size <= limit; --f) {
     bytes += claim(f - 1);
     run.insert(run.begin(), f - 1);
   }
@@ -254,6 +258,7 @@ void FrameFetcher::process_run(const std::vector<uint32_t>& run, bool background
     const uint64_t offset = frames_[missing[i]].compressed_offset;
     const uint64_t length = frames_[missing[j - 1]].compressed_offset + frames_[missing[j - 1]].compressed_size - offset;
     std::string buf(length, '\0');
+    std::vector<uint32_t> to_cache;
     auto n = source.read_at(offset, std::as_writable_bytes(std::span(buf.data(), buf.size())));
     counters_.store_range_reads.fetch_add(1, std::memory_order_relaxed);
     Status failed;
@@ -271,10 +276,7 @@ void FrameFetcher::process_run(const std::vector<uint32_t>& run, bool background
         auto compressed_bytes = std::as_bytes(std::span(buf.data() + (info.compressed_offset - offset), info.compressed_size));
         auto decoded = reader_.decode_frame(f, compressed_bytes);
         if (decoded.ok()) {
-          if (chunk_cache_ != nullptr) {
-            Status put = chunk_cache_->put(info.digest, compressed_bytes);
-            if (!put.ok()) std::cerr << "lazycache: not caching frame " << f << ": " << put.to_string() << "\n";
-          }
+          if (chunk_cache_ != nullptr) to_cache.push_back(f);
           counters_.frames_from_store.fetch_add(1, std::memory_order_relaxed);
           out = FramePtr(std::make_shared<const std::string>(std::move(decoded).value()));
         } else {
@@ -287,6 +289,14 @@ void FrameFetcher::process_run(const std::vector<uint32_t>& run, bool background
                   << ") of " << source.describe() << ": " << out.error().to_string() << "\n";
       }
       complete(f, out);
+    }
+    // The chunk cache is written after the waiters have their frames: a blob write and an LMDB
+    // commit are disk work a reader should not wait for.
+    for (uint32_t f : to_cache) {
+      const format::FrameInfo& info = frames_[f];
+      auto compressed_bytes = std::as_bytes(std::span(buf.data() + (info.compressed_offset - offset), info.compressed_size));
+      Status put = chunk_cache_->put(info.digest, compressed_bytes);
+      if (!put.ok()) std::cerr << "lazycache: not caching frame " << f << ": " << put.to_string() << "\n";
     }
     i = j;
   }

@@ -9,8 +9,9 @@
 //  - A priority queue (on-demand < readahead < prefetch < background, FIFO within a priority).
 //    Workers always take the most urgent frame; prefetch and background work may occupy at most
 //    `background_threads` workers, so on-demand reads always find a free worker.
-//  - A worker that takes frame N also takes the queued frames adjacent to it (N+1, N+2, ...,
-//    N-1, ...) up to `merge_bytes` of compressed data, looks each up in the chunk cache, and reads
+//  - A worker that takes frame N also takes the queued frames of the same priority adjacent to
+//    it (N+1, N+2, ..., N-1, ...) up to `merge_bytes` of compressed data (`merge_bytes_on_demand`
+//    for on-demand frames, whose readers wait for the whole run), looks each up in the chunk cache, and reads
 //    the missing ones with one range read per contiguous run.
 //  - Every frame is verified by ArchiveReader::decode_frame (XXH3-128 of the compressed bytes
 //    against FrameInfo::digest, then decompression and the seek-table checksum) before it is
@@ -54,9 +55,14 @@ struct FetcherConfig {
   int threads = 16;
   // Prefetch and background fill use at most this many workers, leaving the rest to reads.
   int background_threads = 4;
-  // 8 MiB: the low end of the 8-16 MiB range reads object stores serve best; larger runs delay
-  // the first frame of the run for the reader waiting on it.
-  uint64_t merge_bytes = 8ull << 20;
+  // 4 MiB: large enough that a range read's round trip is small against its transfer on a
+  // hosted link, small enough that readahead and prefetch spread over several connections (links
+  // cap each connection's bandwidth) and that a reader who catches up with a readahead run does
+  // not wait for much more than its frame.
+  uint64_t merge_bytes = 4ull << 20;
+  // 1 MiB for runs of on-demand frames: a reader waits for its whole run, so it stays about one
+  // frame or two at the default frame size (many readers of neighbouring frames still merge).
+  uint64_t merge_bytes_on_demand = 1ull << 20;
 };
 
 // Live counters (relaxed atomics: figures for people, not synchronisation).

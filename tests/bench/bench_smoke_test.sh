@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# bench_smoke_test.sh ROOT BUILD OUT -- runs the benchmark entry point for seconds (bench/run.sh
+# --smoke: a ~3 MiB mixed tree, loopback link, one run) so that it cannot rot, then checks that
+# the report was written and that every lazycache scenario was measured, not skipped. Asserts
+# nothing about timings: benchmarks are not tests.
+set -euo pipefail
+ROOT=${1:?usage: bench_smoke_test.sh ROOT BUILD OUT}
+BUILD=${2:?}
+OUT=${3:?}
+rm -rf "$OUT"
+mkdir -p "$OUT"
+LC_BUILD=$BUILD "$ROOT/bench/run.sh" --smoke --no-build --build "$BUILD" --out "$OUT"
+for f in RESULTS.md results.json results.tsv; do
+  [ -s "$OUT/$f" ] || { echo "bench smoke: $OUT/$f missing or empty" >&2; exit 1; }
+done
+fail=0
+for scen in pack save restore mount_ready read_cold find_warm read_warm; do
+  if ! awk -F'\t' -v s="$scen" '$1 == s && $4 ~ /^lazycache/ && $5 ~ /^[0-9.]+$/ { found = 1 } END { exit !found }' "$OUT/results.tsv"; then
+    echo "bench smoke: no measured lazycache row for scenario $scen" >&2
+    fail=1
+  fi
+done
+if awk -F'\t' '$4 ~ /^lazycache/ && /not_measured/ { print; bad = 1 } END { exit !bad }' "$OUT/results.tsv" >&2; then
+  echo "bench smoke: lazycache rows above were not measured" >&2
+  fail=1
+fi
+[ $fail = 0 ] && echo "bench smoke: ok ($(($(wc -l < "$OUT/results.tsv") - 1)) rows)"
+exit $fail
