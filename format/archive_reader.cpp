@@ -9,6 +9,7 @@
 #include "format/hashing.h"
 #include "format/index_builder.h"
 #include "format/le.h"
+#include "format/quote.h"
 #include "format/seek_table.h"
 
 namespace lazycache::format {
@@ -48,7 +49,7 @@ class ArchiveReaderImpl final : public ArchiveReader {
   Result<size_t> read_file(EntryId id, uint64_t offset, std::span<std::byte> out) const override {
     if (id >= index_->entry_count()) return Status(ErrorCode::kInvalidArgument, "entry out of range");
     Entry e = index_->entry(id);
-    if (e.type != EntryType::kRegular) return Status(ErrorCode::kInvalidArgument, index_->path(id) + " is not a regular file");
+    if (e.type != EntryType::kRegular) return Status(ErrorCode::kInvalidArgument, quote_path(index_->path(id)) + " is not a regular file");
     if (offset >= e.size || out.empty()) return size_t{0};
     uint64_t len = std::min<uint64_t>(out.size(), e.size - offset);
     uint64_t start = e.data_offset + offset;

@@ -19,8 +19,10 @@
 #include <set>
 #include <thread>
 
+#include "format/dir_stack.h"
 #include "format/fs_util.h"
 #include "format/hashing.h"
+#include "format/quote.h"
 
 namespace lazycache::format {
 
@@ -168,32 +170,31 @@ class Extractor {
     uint64_t written = 0;
   };
 
-  std::string entry_label(const Item& it) const { return "entry '" + idx_.path(it.id) + "'"; }
+  std::string entry_label(const Item& it) const { return "entry " + quote_path(idx_.path(it.id)); }
 
-  // Path components of `id` below its target's base, and the name in its parent.
-  std::vector<std::string> rel_comps(const Item& it) const {
-    const Target& t = targets_[it.target];
-    EntryId top = cfg_.targets[it.target].entry;
-    std::vector<std::string> comps;
-    if (!t.is_dir) return {t.leaf};
-    for (EntryId e = it.id; e != top; e = idx_.entry(e).parent) comps.emplace_back(idx_.entry(e).name);
-    std::reverse(comps.begin(), comps.end());
-    return comps;
+  // Directories between the target and `it` (0 for a direct child or a non-directory target).
+  int64_t dirs_above(const Item& it) const {
+    if (!targets_[it.target].is_dir) return 0;
+    int64_t n = -1;
+    for (EntryId e = it.id, top = cfg_.targets[it.target].entry; e != top; e = idx_.entry(e).parent) ++n;
+    return n;
   }
 
-  // The parent directory of `it`, through a one-entry cache (items come grouped by parent).
+  // The parent directory of `it` (items come depth first, so this is usually one openat).
   Result<int> parent_dir(const Item& it) {
-    auto comps = rel_comps(it);
-    if (comps.empty()) return Status(ErrorCode::kInternal, "parent_dir of a target directory");
-    comps.pop_back();
-    std::pair<uint32_t, std::vector<std::string>> key{it.target, comps};
-    if (!cached_dir_.valid() || cached_key_ != key) {
-      auto fd = open_dir_below(targets_[it.target].base.get(), comps, false, entry_label(it));
-      if (!fd.ok()) return fd.error();
-      cached_dir_ = std::move(fd).value();
-      cached_key_ = std::move(key);
+    const Target& t = targets_[it.target];
+    if (!t.is_dir) return t.base.get();
+    const EntryId top = cfg_.targets[it.target].entry;
+    if (it.id == top) return Status(ErrorCode::kInternal, "parent_dir of a target directory");
+    return dir_fd(it.target, idx_.entry(it.id).parent, it);
+  }
+  // Directory entry `dir` of target `target`, opened from the target without following symlinks.
+  Result<int> dir_fd(uint32_t target, EntryId dir, const Item& it) {
+    if (dirs_target_ != target) {
+      dirs_.reset(&idx_, targets_[target].base.get(), cfg_.targets[target].entry);
+      dirs_target_ = target;
     }
-    return cached_dir_.get();
+    return dirs_.open(dir, [&] { return entry_label(it); });
   }
   std::string leaf_name(const Item& it) const { return targets_[it.target].is_dir ? std::string(idx_.entry(it.id).name) : targets_[it.target].leaf; }
   std::string tmp_name() { return ".lazycache-tmp." + std::to_string(::getpid()) + "." + std::to_string(tmp_counter_++); }
@@ -233,8 +234,8 @@ class Extractor {
   std::vector<Target> targets_;
   std::vector<Item> items_;  // depth-first order, parents before children
   std::map<EntryId, size_t> leader_item_;  // link group -> item holding the data
-  Fd cached_dir_;
-  std::pair<uint32_t, std::vector<std::string>> cached_key_;
+  DirStack dirs_;
+  uint32_t dirs_target_ = UINT32_MAX;  // the target dirs_ walks
   uint64_t tmp_counter_ = 0;
   ExtractStats stats_;
   ExtractProgress progress_;
@@ -268,7 +269,7 @@ Status Extractor::select_items() {
   std::set<EntryId> selected, ancestors;
   for (const auto& p : cfg_.only_paths) {
     auto id = idx_.lookup_path(p);
-    if (!id) return Status(ErrorCode::kNotFound, "'" + p + "' is not in the archive");
+    if (!id) return Status(ErrorCode::kNotFound, quote_path(p) + " is not in the archive");
     selected.insert(*id);
     for (EntryId e = *id; e != idx_.root(); ) {
       e = idx_.entry(e).parent;
@@ -499,7 +500,7 @@ Status Extractor::make_links() {
 
 bool Extractor::symlink_safe(const Item& it, std::string_view target) const {
   if (target.empty() || target[0] == '/') return false;
-  int64_t depth = static_cast<int64_t>(rel_comps(it).size()) - 1;  // directories above the link, inside the target
+  int64_t depth = dirs_above(it);
   for (const auto& c : split_path(target)) {
     if (c == "..") {
       if (--depth < 0) return false;
@@ -515,8 +516,8 @@ Status Extractor::make_symlinks() {
     Entry e = idx_.entry(it.id);
     if (e.type != EntryType::kSymlink) continue;
     if (!cfg_.allow_external_symlinks && !symlink_safe(it, e.symlink_target))
-      return Status(ErrorCode::kPermissionDenied, entry_label(it) + ": symlink target '" + std::string(e.symlink_target) +
-                                                      "' points outside the extraction directory (allow with --allow-external-symlinks)");
+      return Status(ErrorCode::kPermissionDenied, entry_label(it) + ": symlink target " + quote_path(e.symlink_target) +
+                                                      " points outside the extraction directory (allow with --allow-external-symlinks)");
     LC_ASSIGN_OR_RETURN(int dir, parent_dir(it));
     std::string tmp = tmp_name();
     if (::symlinkat(std::string(e.symlink_target).c_str(), dir, tmp.c_str()) != 0) return errno_status("creating symlink " + entry_label(it));
@@ -544,10 +545,9 @@ Status Extractor::finish_dirs() {
     if (is_target) {
       fd = Fd(::dup(targets_[it.target].base.get()));
     } else {
-      LC_ASSIGN_OR_RETURN(int dir, parent_dir(it));
-      int d = ::openat(dir, leaf_name(it).c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-      if (d < 0) return errno_status("opening " + entry_label(it));
-      fd = Fd(d);
+      LC_ASSIGN_OR_RETURN(int d, dir_fd(it.target, it.id, it));
+      fd = Fd(::dup(d));
+      if (!fd.valid()) return errno_status("dup for " + entry_label(it));
     }
     if (cfg_.restore_owner && ::fchown(fd.get(), e.uid, e.gid) != 0) return errno_status("chown " + entry_label(it));
     if (::fchmod(fd.get(), e.mode) != 0) return errno_status("chmod " + entry_label(it));
@@ -569,14 +569,15 @@ Result<ExtractStats> Extractor::run() {
     for (const auto& it : items_) {
       Entry e = idx_.entry(it.id);
       if (e.type == EntryType::kSymlink && !symlink_safe(it, e.symlink_target))
-        return Status(ErrorCode::kPermissionDenied, entry_label(it) + ": symlink target '" + std::string(e.symlink_target) +
-                                                        "' points outside the extraction directory (allow with --allow-external-symlinks)");
+        return Status(ErrorCode::kPermissionDenied, entry_label(it) + ": symlink target " + quote_path(e.symlink_target) +
+                                                        " points outside the extraction directory (allow with --allow-external-symlinks)");
     }
   LC_RETURN_IF_ERROR(write_files());
   LC_RETURN_IF_ERROR(make_links());
   LC_RETURN_IF_ERROR(make_symlinks());
   LC_RETURN_IF_ERROR(finish_dirs());
   if (cfg_.progress) cfg_.progress(progress_);
+  stats_.dir_opens = dirs_.openat_calls();
   stats_.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return stats_;
 }

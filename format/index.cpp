@@ -7,6 +7,7 @@
 #include "format/hashing.h"
 #include "format/index_builder.h"
 #include "format/le.h"
+#include "format/quote.h"
 #include "format/seek_table.h"
 
 namespace lazycache::format {
@@ -67,6 +68,9 @@ class IndexImpl final : public Index {
   }
   bool str_ok(uint32_t off, uint32_t len) const { return uint64_t{off} + len <= strings_bytes_; }
   std::string_view name_of(EntryId id) const { return str(load_le32(record(id) + 52), load_le32(record(id) + 56)); }
+  // "entry 'data/a/b' (#12)" for messages while parsing: walks parents only while they precede
+  // (a loop or a forward parent shows as ".../name"); names must already be in the string table.
+  std::string describe_entry(EntryId id) const;
 
   std::string bytes_;
   uint32_t entry_count_ = 0;
@@ -133,13 +137,13 @@ Status IndexImpl::validate() {
   for (EntryId id = 0; id < entry_count_; ++id) {
     const std::byte* r = record(id);
     if (!str_ok(load_le32(r + 52), load_le32(r + 56)) || !str_ok(load_le32(r + 60), load_le32(r + 64)))
-      return corrupt("entry " + std::to_string(id) + ": name or target outside the string table");
+      return corrupt("entry #" + std::to_string(id) + ": name or target outside the string table");
   }
   // Entries: breadth-first, parent < id, children ranges contiguous, disjoint and sorted.
   uint64_t children_total = 0;
   for (EntryId id = 0; id < entry_count_; ++id) {
     const std::byte* r = record(id);
-    auto where = [&](const std::string& what) { return corrupt("entry " + std::to_string(id) + ": " + what); };
+    auto where = [&](const std::string& what) { return corrupt(describe_entry(id) + ": " + what); };
     uint32_t parent = load_le32(r);
     uint8_t type = std::to_integer<uint8_t>(r[4]), flags = std::to_integer<uint8_t>(r[5]);
     if (type < 1 || type > 3) return where("unknown type " + std::to_string(type));
@@ -166,9 +170,9 @@ Status IndexImpl::validate() {
       if (child_count > 0) {
         if (first_child <= id || uint64_t{first_child} + child_count > entry_count_) return where("children out of range");
         for (uint32_t c = first_child; c < first_child + child_count; ++c) {
-          if (load_le32(record(c)) != id) return where("child " + std::to_string(c) + " has another parent");
+          if (load_le32(record(c)) != id) return where("child " + describe_entry(c) + " has another parent");
           if (c > first_child && !(name_of(c - 1) < name_of(c)))
-            return where("children not strictly sorted by name (at entry " + std::to_string(c) + ")");
+            return where("children not strictly sorted by name (duplicate or out of order at " + describe_entry(c) + ")");
         }
       }
       children_total += child_count;
@@ -219,6 +223,22 @@ Status IndexImpl::validate() {
     hot_.push_back(h);
   }
   return Status();
+}
+
+std::string IndexImpl::describe_entry(EntryId id) const {
+  std::vector<std::string_view> names;
+  std::string path;
+  EntryId cur = id;
+  // Bounded by the depth (each step goes to a smaller id) and by the message size.
+  while (cur != 0 && names.size() < 4096) {
+    names.push_back(name_of(cur));
+    const EntryId parent = load_le32(record(cur));
+    if (parent >= cur) break;
+    cur = parent;
+  }
+  if (cur != 0) path = ".../";
+  for (size_t i = names.size(); i-- > 0;) path += std::string(names[i]) + (i ? "/" : "");
+  return "entry " + quote_path(path) + " (#" + std::to_string(id) + ")";
 }
 
 Entry IndexImpl::entry(EntryId id) const {

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "format/quote.h"
+
 namespace lazycache::format {
 
 namespace {
@@ -276,15 +278,20 @@ Result<std::optional<TarEntryInfo>> TarReader::next() {
     e.uid = h.uid;
     e.gid = h.gid;
     e.size = h.size;
-    if (h.mtime_s > INT64_MAX / 1000000000 || h.mtime_s < INT64_MIN / 1000000000) return corrupt("mtime out of range");
+    if (h.mtime_s > INT64_MAX / 1000000000 || h.mtime_s < INT64_MIN / 1000000000)
+      return corrupt("member " + quote_path(e.path) + ": mtime out of range");
     e.mtime_ns = h.mtime_s * 1000000000;
     for (const auto& [key, value] : pax) {
       if (key == "path") e.path = value;
       else if (key == "linkpath") e.linkname = value;
-      else if (key == "mtime") { LC_ASSIGN_OR_RETURN(e.mtime_ns, parse_pax_time(value)); }
+      else if (key == "mtime") {
+        auto t = parse_pax_time(value);
+        if (!t.ok()) return t.error().with_context("member " + quote_path(e.path));
+        e.mtime_ns = *t;
+      }
       else if (key == "size" || key == "uid" || key == "gid") {
         if (value.empty() || value.size() > 19 || value.find_first_not_of("0123456789") != std::string::npos)
-          return corrupt("bad pax " + key + " '" + value + "'");
+          return corrupt("member " + quote_path(e.path) + ": bad pax " + key + " " + quote_path(value, 64));
         uint64_t n = std::stoull(value);
         (key == "size" ? e.size : key == "uid" ? e.uid : e.gid) = n;
       } else if (key.rfind("SCHILY.xattr.", 0) == 0) {
@@ -295,7 +302,8 @@ Result<std::optional<TarEntryInfo>> TarReader::next() {
     e.data_offset = position_;
     bool has_data = e.typeflag == '0' || e.typeflag == '7' || e.typeflag == '1';  // some writers give hardlinks data
     if (!has_data) e.size = 0;
-    if (e.size > (1ull << 62)) return corrupt("member size out of range at offset " + std::to_string(header_offset));
+    if (e.size > (1ull << 62))
+      return corrupt("member " + quote_path(e.path) + ": size out of range (header at offset " + std::to_string(header_offset) + ")");
     data_left_ = e.size;
     padding_left_ = tar_padding(e.size);
     return std::optional<TarEntryInfo>(std::move(e));

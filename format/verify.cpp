@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "format/hashing.h"
+#include "format/quote.h"
 #include "format/tar.h"
 
 namespace lazycache::format {
@@ -65,7 +66,7 @@ Result<VerifyStats> verify_archive(const ArchiveReader& reader, const std::funct
     LC_ASSIGN_OR_RETURN(auto member, tar.next());
     if (!member) break;
     ++stats.members;
-    auto bad = [&](const std::string& what) { return Status(ErrorCode::kCorrupt, "member '" + member->path + "': " + what); };
+    auto bad = [&](const std::string& what) { return Status(ErrorCode::kCorrupt, "member " + quote_path(member->path) + ": " + what); };
     auto id = idx.lookup_path(member->path);
     if (!id || *id == idx.root()) return bad("not in the index");
     if (seen[*id]) return bad("appears twice");
@@ -80,7 +81,7 @@ Result<VerifyStats> verify_archive(const ArchiveReader& reader, const std::funct
     if (e.type == EntryType::kSymlink && member->linkname != e.symlink_target) return bad("symlink target differs from the index");
     if (got == '1') {
       auto target = idx.lookup_path(member->linkname);
-      if (!target || idx.entry(*target).link_group != e.link_group) return bad("hardlink target '" + member->linkname + "' is not in its link group");
+      if (!target || idx.entry(*target).link_group != e.link_group) return bad("hardlink target " + quote_path(member->linkname) + " is not in its link group");
     }
     if (got == '0') {
       if (member->size != e.size || member->data_offset != e.data_offset) return bad("size or data offset differs from the index");
@@ -97,8 +98,8 @@ Result<VerifyStats> verify_archive(const ArchiveReader& reader, const std::funct
   }
   for (EntryId id = 1; id < idx.entry_count(); ++id) {
     Entry e = idx.entry(id);
-    if (!seen[id] && !e.implicit_dir) return Status(ErrorCode::kCorrupt, "entry '" + idx.path(id) + "' has no tar member");
-    if (e.type == EntryType::kRegular && !data_seen[e.link_group]) return Status(ErrorCode::kCorrupt, "entry '" + idx.path(id) + "' has no data in the tar stream");
+    if (!seen[id] && !e.implicit_dir) return Status(ErrorCode::kCorrupt, "entry " + quote_path(idx.path(id)) + " has no tar member");
+    if (e.type == EntryType::kRegular && !data_seen[e.link_group]) return Status(ErrorCode::kCorrupt, "entry " + quote_path(idx.path(id)) + " has no data in the tar stream");
   }
   // Read the rest (padding after the end marker) so every frame is checked.
   std::byte sink[4096];

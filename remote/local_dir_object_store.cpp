@@ -6,15 +6,51 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <signal.h>
+
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <cstdio>
+#include <ctime>
+#include <optional>
 #include <vector>
 
 namespace lazycache::remote {
 namespace {
 
 constexpr const char* kTmpDir = ".lazycache-tmp";
+// A live writer writes (and so touches) its temporary at least every few seconds.
+constexpr time_t kStaleTemporaryAge = 3600;
+
+bool reserved_key(std::string_view key) {
+  const std::string_view tmp = kTmpDir;
+  return key.size() >= tmp.size() && key.substr(0, tmp.size()) == tmp && (key.size() == tmp.size() || key[tmp.size()] == '/');
+}
+
+Status check_local_key(std::string_view key) {
+  LC_RETURN_IF_ERROR(check_object_key(key));
+  if (reserved_key(key))
+    return Status(ErrorCode::kInvalidArgument, "invalid object key '" + std::string(key) + "': " + kTmpDir + "/ holds the store's temporaries");
+  return Status();
+}
+
+std::string host_name() {
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) != 0 || host[0] == '\0') return "localhost";
+  return host;
+}
+
+// "<pid>.<n>.<host>" -> (pid, host); nullopt for any other name.
+std::optional<std::pair<pid_t, std::string>> parse_temporary_name(const std::string& name) {
+  const size_t dot1 = name.find('.');
+  const size_t dot2 = dot1 == std::string::npos ? dot1 : name.find('.', dot1 + 1);
+  if (dot1 == 0 || dot2 == std::string::npos || dot2 == dot1 + 1 || dot2 + 1 >= name.size()) return std::nullopt;
+  if (name.find_first_not_of("0123456789") != dot1 || name.substr(dot1 + 1, dot2 - dot1 - 1).find_first_not_of("0123456789") != std::string::npos)
+    return std::nullopt;
+  if (dot1 > 9) return std::nullopt;
+  return std::make_pair(static_cast<pid_t>(std::stol(name.substr(0, dot1))), name.substr(dot2 + 1));
+}
 
 std::string etag_of(const struct stat& st) {
   char buf[96];
@@ -97,6 +133,7 @@ Result<std::shared_ptr<LocalDirObjectStore>> LocalDirObjectStore::open(const std
 
 Result<ObjectInfo> LocalDirObjectStore::head(std::string_view key) {
   LC_RETURN_IF_ERROR(check_object_key(key));
+  if (reserved_key(key)) return Status(ErrorCode::kNotFound, "no object " + std::string(key) + " in " + describe());
   struct stat st {};
   std::string path = path_of(key);
   if (::stat(path.c_str(), &st) != 0) {
@@ -110,6 +147,7 @@ Result<ObjectInfo> LocalDirObjectStore::head(std::string_view key) {
 
 Result<size_t> LocalDirObjectStore::get_range(const RangeRequest& req, std::span<std::byte> out) {
   LC_RETURN_IF_ERROR(check_object_key(req.key));
+  if (reserved_key(req.key)) return Status(ErrorCode::kNotFound, "no object " + req.key + " in " + describe());
   if (req.length == 0 || out.size() < req.length)
     return Status(ErrorCode::kInvalidArgument, "get_range of " + req.key + ": bad length");
   std::string path = path_of(req.key);
@@ -142,9 +180,11 @@ Result<size_t> LocalDirObjectStore::get_range(const RangeRequest& req, std::span
 }
 
 Result<ObjectInfo> LocalDirObjectStore::put(std::string_view key, const BodyReader& body, const PutOptions& opts) {
-  LC_RETURN_IF_ERROR(check_object_key(key));
+  LC_RETURN_IF_ERROR(check_local_key(key));
+  remove_stale_temporaries();
   static std::atomic<uint64_t> counter{0};
-  std::string tmp = dir_ + "/" + kTmpDir + "/" + std::to_string(::getpid()) + "." + std::to_string(counter.fetch_add(1));
+  static const std::string host = host_name();
+  std::string tmp = dir_ + "/" + kTmpDir + "/" + std::to_string(::getpid()) + "." + std::to_string(counter.fetch_add(1)) + "." + host;
   std::string final_path = path_of(key);
   if (opts.create_only) {
     struct stat st {};
@@ -214,8 +254,34 @@ Result<ListPage> LocalDirObjectStore::list(std::string_view prefix, std::string_
   return page;
 }
 
+size_t LocalDirObjectStore::remove_stale_temporaries() {
+  const std::string tmp_dir = dir_ + "/" + kTmpDir;
+  DIR* d = ::opendir(tmp_dir.c_str());
+  if (!d) return 0;
+  std::vector<std::string> names;
+  while (dirent* e = ::readdir(d)) {
+    if (std::string_view(e->d_name) != "." && std::string_view(e->d_name) != "..") names.emplace_back(e->d_name);
+  }
+  ::closedir(d);
+  static const std::string host = host_name();
+  const time_t now = std::time(nullptr);
+  size_t removed = 0;
+  for (const auto& name : names) {
+    const std::string path = tmp_dir + "/" + name;
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) != 0 || S_ISDIR(st.st_mode)) continue;
+    bool stale = now - st.st_mtim.tv_sec > kStaleTemporaryAge;
+    // Only a pid of this host can be asked; a store directory may be shared over the network.
+    if (auto writer = parse_temporary_name(name); !stale && writer && writer->second == host) {
+      stale = writer->first > 0 && ::kill(writer->first, 0) != 0 && errno == ESRCH;
+    }
+    if (stale && ::unlink(path.c_str()) == 0) ++removed;
+  }
+  return removed;
+}
+
 Status LocalDirObjectStore::remove(std::string_view key) {
-  LC_RETURN_IF_ERROR(check_object_key(key));
+  LC_RETURN_IF_ERROR(check_local_key(key));
   std::string path = path_of(key);
   if (::unlink(path.c_str()) != 0 && errno != ENOENT && errno != ENOTDIR) return errno_status("removing " + path);
   return Status();

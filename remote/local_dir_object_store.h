@@ -3,9 +3,12 @@
 // directory (the embedded default store, file:///dir or a plain path).
 //
 // Same semantics as S3:
-//  - put writes DIR/.lazycache-tmp/<unique> and publishes it with rename(2) (replace) or
-//    link(2) (create_only: fails atomically with EEXIST -> kAlreadyExists), so readers never see
-//    a partial object and a failed put leaves nothing behind.
+//  - put writes DIR/.lazycache-tmp/<pid>.<n>.<host> and publishes it with rename(2) (replace)
+//    or link(2) (create_only: fails atomically with EEXIST -> kAlreadyExists), so readers never
+//    see a partial object and a failed put leaves nothing behind. Keys under .lazycache-tmp/ are
+//    reserved: head/get_range answer kNotFound, put/remove kInvalidArgument, list skips them.
+//  - A writer killed mid-put (kill -9) leaves its temporary; every put first removes those of
+//    dead writers (remove_stale_temporaries).
 //  - The ETag is derived from (inode, size, mtime ns) of the published file; a replaced object
 //    is a new inode, so a read pinned to the old ETag gets kPreconditionFailed.
 //  - Keys with '/' become subdirectories; list walks them in key order, 1000 keys per page,
@@ -31,6 +34,12 @@ class LocalDirObjectStore final : public ObjectStore {
   Result<ListPage> list(std::string_view prefix, std::string_view continuation) override;
   Status remove(std::string_view key) override;
   std::string describe() const override { return "file://" + dir_; }
+
+  // Removes temporaries left by killed writers: those whose writer pid (same host) no longer
+  // exists, and any untouched for an hour (another host's, or a pid since reused; a live
+  // writer touches its file with every write). Returns how many it removed; best effort (a
+  // directory it cannot read counts as none). Called by every put.
+  size_t remove_stale_temporaries();
 
   // Page size of list(); tests lower it to exercise paging.
   void set_list_page_size(size_t n) { page_size_ = n == 0 ? 1 : n; }

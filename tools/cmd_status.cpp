@@ -29,11 +29,17 @@ int run_status(ArgParser& args) {
   }
   int rc = kExitOk;
   for (const auto& [path, d] : rows) {
-    const char* state = !d ? "not-mounted"
-                       : !process_alive(d->pid) || is_stale_mount(path) ? "stale"
-                       : d->stopped || !is_lazycache_mount(path)        ? "unmounted"
-                                                                        : "mounted";
+    const bool stale = d && (is_stale_mount(path) || (!d->stopped && !daemon_alive(*d)));
+    const char* state = !d                                          ? "not-mounted"
+                       : stale                                      ? "stale"
+                       : d->stopped || !is_lazycache_mount(path)    ? "unmounted"
+                                                                    : "mounted";
     if (std::string(state) != "mounted") rc = kExitFailure;
+    // A killed daemon's leftovers would otherwise be listed (and counted by unmount --all) forever.
+    if (stale) {
+      clean_stale(path);
+      std::cerr << "lazycache status: " << path << ": daemon " << d->pid << " is gone; cleaned up its mount point and state\n";
+    }
     if (json) {
       std::cout << "{\"path\":\"" << path << "\",\"state\":\"" << state << "\"";
       if (d) std::cout << ",\"pid\":" << d->pid << ",\"stats\":" << d->stats.to_json();

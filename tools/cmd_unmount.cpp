@@ -39,7 +39,7 @@ std::optional<DaemonState> wait_for_daemon(const DaemonState& d) {
         last->state_path = d.state_path;
       }
     }
-    if (last->stopped && !process_alive(d.pid)) return last;
+    if (last->stopped && !daemon_alive(*last)) return last;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   return last->stopped ? last : std::nullopt;
@@ -78,7 +78,7 @@ int run_unmount(ArgParser& args) {
     }
     auto daemon = find_daemon(path);
     if (!is_lazycache_mount(path)) {
-      if (daemon && !process_alive(daemon->pid)) ::unlink(daemon->state_path.c_str());
+      if (daemon && !daemon_alive(*daemon)) remove_state_files(*daemon);
       std::cerr << "lazycache unmount: " << path << " is not mounted (nothing to do)\n";
       continue;
     }

@@ -121,6 +121,7 @@ void Daemonizer::ready(int exit_code) {
 int serve(fs::Filesystem& filesystem, std::vector<std::unique_ptr<fs::FuseMount>>& mounts, const ServeInfo& info) {
   DaemonState state;
   state.pid = ::getpid();
+  state.start_ticks = process_start_ticks(state.pid).value_or(0);
   state.archive = info.archive;
   state.key = info.key;
   for (const auto& m : mounts) state.mountpoints.push_back(m->mountpoint());

@@ -30,7 +30,7 @@ std::string run_dir() {
 
 std::string DaemonState::to_text() const {
   std::ostringstream out;
-  out << "pid=" << pid << "\nseq=" << seq << "\nstate=" << (stopped ? "stopped" : "running") << "\narchive=" << archive << "\nkey=" << key << "\n";
+  out << "pid=" << pid << "\nstart=" << start_ticks << "\nseq=" << seq << "\nstate=" << (stopped ? "stopped" : "running") << "\narchive=" << archive << "\nkey=" << key << "\n";
   for (const auto& m : mountpoints) out << "mountpoint=" << m << "\n";
   out << stats.to_text();
   return out.str();
@@ -45,6 +45,7 @@ Result<DaemonState> DaemonState::parse(const std::string& text) {
     if (eq == std::string::npos) continue;
     std::string k = line.substr(0, eq), v = line.substr(eq + 1);
     if (k == "pid") s.pid = static_cast<pid_t>(std::atol(v.c_str()));
+    else if (k == "start") s.start_ticks = std::strtoull(v.c_str(), nullptr, 10);
     else if (k == "seq") s.seq = std::strtoull(v.c_str(), nullptr, 10);
     else if (k == "state") s.stopped = v == "stopped";
     else if (k == "archive") s.archive = v;
@@ -81,10 +82,75 @@ std::optional<DaemonState> find_daemon(const std::string& mountpoint) {
   return std::nullopt;
 }
 
-bool process_alive(pid_t pid) { return pid > 0 && (::kill(pid, 0) == 0 || errno == EPERM); }
+namespace {
+
+struct ProcStat {
+  char state = '?';
+  uint64_t start_ticks = 0;
+};
+
+// `path` is /proc/PID/stat or /proc/PID/task/TID/stat.
+std::optional<ProcStat> read_proc_stat(const std::string& path) {
+  auto text = fs::read_whole_file(path, 4096);
+  if (!text.ok()) return std::nullopt;
+  // "pid (comm) S ppid ...": comm may hold spaces and ')', so fields count from the last ')'.
+  const size_t close = text->rfind(')');
+  if (close == std::string::npos) return std::nullopt;
+  std::istringstream in(text->substr(close + 1));
+  ProcStat st;
+  std::string field;
+  for (int n = 3; n <= 22 && (in >> field); ++n) {
+    if (n == 3) st.state = field.empty() ? '?' : field[0];
+    if (n == 22) {
+      st.start_ticks = std::strtoull(field.c_str(), nullptr, 10);
+      return st;
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+bool process_alive(pid_t pid) {
+  if (pid <= 0 || (::kill(pid, 0) != 0 && errno != EPERM)) return false;
+  // kill(0) succeeds on a zombie: a killed daemon nobody has reaped is gone. A killed
+  // multi-threaded process shows its leader as Z while other threads still exit, and its
+  // /dev/fuse descriptor (what makes the mount point stale) closes only with the last one.
+  auto running = [](const std::optional<ProcStat>& st) { return st && st->state != 'Z' && st->state != 'X'; };
+  const std::string proc = "/proc/" + std::to_string(pid);
+  auto st = read_proc_stat(proc + "/stat");
+  if (!st || running(st)) return true;
+  for (const std::string& tid : fs::list_dir(proc + "/task")) {
+    if (running(read_proc_stat(proc + "/task/" + tid + "/stat"))) return true;
+  }
+  return false;
+}
+
+std::optional<uint64_t> process_start_ticks(pid_t pid) {
+  auto st = read_proc_stat("/proc/" + std::to_string(pid) + "/stat");
+  if (!st) return std::nullopt;
+  return st->start_ticks;
+}
+
+bool daemon_alive(const DaemonState& d) {
+  if (!process_alive(d.pid)) return false;
+  if (d.start_ticks != 0) {
+    auto now = process_start_ticks(d.pid);
+    return !now || *now == d.start_ticks;
+  }
+  auto comm = fs::read_whole_file("/proc/" + std::to_string(d.pid) + "/comm", 256);
+  return !comm.ok() || comm->rfind("lazycache", 0) == 0;
+}
+
+void remove_state_files(const DaemonState& d) {
+  ::unlink(d.state_path.c_str());
+  const std::string access = d.state_path.substr(0, d.state_path.size() - 6) + ".access";
+  ::unlink(access.c_str());
+  ::unlink((access + ".live").c_str());
+}
 
 DaemonState refresh(const DaemonState& d) {
-  if (d.stopped || !process_alive(d.pid)) return d;
+  if (d.stopped || !daemon_alive(d)) return d;
   // Only signal our own daemon: a recycled pid must not get a SIGUSR1 (which would kill it).
   auto comm = fs::read_whole_file("/proc/" + std::to_string(d.pid) + "/comm", 256);
   if (!comm.ok() || comm->rfind("lazycache", 0) != 0 || ::kill(d.pid, SIGUSR1) != 0) return d;
@@ -194,13 +260,10 @@ bool clean_stale(const std::string& path) {
     cleaned = true;
   }
   for (const auto& d : list_daemons()) {
-    if (process_alive(d.pid)) continue;
+    if (daemon_alive(d)) continue;
     for (const auto& m : d.mountpoints) {
-      if (m != path) continue;
       // Only the file: whether PATH is mounted (maybe by a newer daemon) is not this entry's say.
-      ::unlink(d.state_path.c_str());
-      std::string access = d.state_path.substr(0, d.state_path.size() - 6) + ".access";
-      ::unlink(access.c_str());
+      if (m == path) remove_state_files(d);
     }
   }
   return cleaned;

@@ -261,14 +261,20 @@ TEST_CASE("hostile archives: the deep tree extracts inside the target", "[unit][
   }
 }
 
-// Known gap, kept as a failing check until fixed (see docs/reliability.md, "Findings").
-TEST_CASE("hostile archives: refusals name the entry, not only its number", "[unit][hostile][!mayfail]") {
+// The entry's path, quoted (ending with its name and the closing quote) and escaped: no raw
+// control byte may reach the message.
+TEST_CASE("hostile archives: refusals name the entry by its quoted path", "[unit][hostile]") {
+  int named = 0;
   for (const auto& c : cases()) {
     if (c.entry.empty() || c.refuse_at != RefuseAt::kOpen) continue;
     auto r = ArchiveReader::open(std::make_shared<MemorySource>(c.bytes));
     REQUIRE_FALSE(r.ok());
-    INFO(c.name << ": " << r.error().message());
-    CHECK(r.error().message().find(c.entry) != std::string::npos);
+    const std::string& m = r.error().message();
+    INFO(c.name << ": " << m);
+    CHECK(m.find("/" + c.entry + "'") != std::string::npos);
+    CHECK(std::none_of(m.begin(), m.end(), [](char ch) { return static_cast<unsigned char>(ch) < 0x20; }));
+    ++named;
   }
+  CHECK(named >= 12);
 }
 

@@ -105,6 +105,14 @@ std::vector<HostileCase> make_hostile_cases() {
     add(name, why, RefuseAt::kOpen, "invalid name", printable, f);
   }
 
+  {
+    // Refused for its '/'; the message must show the terminal escape as text, not send it.
+    ArchiveForge f = base_tree();
+    f.add_file(f.root(), std::string("x/\x1b[2J\ny"), "payload\n");
+    add("name_terminal_escape", "a name with '/', a terminal escape sequence and a newline", RefuseAt::kOpen, "invalid name",
+        "x/\\x1b[2J\\ny", f);
+  }
+
   // ---- duplicates and a symlink and a directory under one name ----
   {
     ArchiveForge f = base_tree();

@@ -17,6 +17,7 @@ import re
 import shutil
 import sys
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import lc_harness  # noqa: E402
 
@@ -93,10 +94,7 @@ def main():
                 failures.append("a secret key was printed")
     finally:
         h.close()
-        for f in failures:
-            print("FAIL: " + f)
-        print("%d failures" % len(failures))
-    return 1 if failures else 0
+    return lc_harness.report(failures)
 
 
 if __name__ == "__main__":

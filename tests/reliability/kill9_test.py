@@ -24,6 +24,7 @@ import sys
 import threading
 import time
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import lc_harness  # noqa: E402
 
@@ -169,6 +170,11 @@ def save_loop(h, iterations, rng, failures):
     leftovers = [n for _, _, fs in os.walk(store) for n in fs if not n.endswith(".tar.zst")]
     print("save: %d kills, %d entries completed, %d other files left in the store %s" %
           (iterations, len(survivors), len(leftovers), sorted(leftovers)[:3]), flush=True)
+    # The next save sweeps the temporaries of the killed ones (their pids are gone).
+    h.lc("save", "--store", store, "--key", "after-kills", "--frame-size", "64K", h.src, check=True)
+    leftovers = [n for _, _, fs in os.walk(store) for n in fs if not n.endswith(".tar.zst")]
+    if leftovers:
+        failures.append("a save after the kills left temporaries of killed saves: %s" % sorted(leftovers)[:3])
     if survivors:
         mnt = os.path.join(h.tmp, "mnt-survivor")
         p = h.mount(store, mnt, os.path.join(h.tmp, "cache-survivor"), ["--prefetch", "none"], key=survivors[-1])
@@ -201,10 +207,7 @@ def main():
         save_loop(h, iterations, rng, failures)
     finally:
         h.close()
-    for f in failures:
-        print("FAIL: " + f)
-    print("%d failures (seed %d)" % (len(failures), seed))
-    return 1 if failures else 0
+    return lc_harness.report(failures, " (seed %d)" % seed)
 
 
 if __name__ == "__main__":

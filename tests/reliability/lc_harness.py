@@ -64,10 +64,12 @@ class Harness:
     def save(self, key="faults", frame_size="64K"):
         self.lc("save", "--store", self.store, "--key", key, "--frame-size", frame_size, self.src, check=True)
 
-    def start_proxy(self, seed=11):
+    def start_proxy(self, seed=11, upstream=None):
+        """The fault proxy in front of `upstream` (http://HOST:PORT), else serving the local store."""
         port_file = os.path.join(self.tmp, "proxy.port")
-        p = subprocess.Popen([sys.executable, PROXY, "--origin-dir", self.store, "--seed", str(seed),
-                              "--port-file", port_file], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        source = ["--upstream", upstream] if upstream else ["--origin-dir", self.store]
+        p = subprocess.Popen([sys.executable, PROXY] + source + ["--seed", str(seed), "--port-file", port_file],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         self.procs.append(p)
         deadline = time.time() + 10
         while not os.path.exists(port_file):
@@ -139,6 +141,14 @@ class Harness:
                     p.wait()
         if not os.environ.get("LC_KEEP_TEST_DIRS"):
             shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def report(failures, summary=""):
+    """Prints every failure and a count; the exit code for the test (1 if any failed)."""
+    for f in failures:
+        print("FAIL: " + f)
+    print("%d failures%s" % (len(failures), summary))
+    return 1 if failures else 0
 
 
 def is_stale(path):

@@ -1,0 +1,69 @@
+// SPDX-License-Identifier: MIT
+#include "format/dir_stack.h"
+
+#include <algorithm>
+
+namespace lazycache::format {
+
+void DirStack::reset(const Index* index, int base_fd, EntryId top) {
+  index_ = index;
+  base_fd_ = base_fd;
+  levels_.clear();
+  level_of_.clear();
+  levels_.push_back(Level{top, Fd()});
+  level_of_[top] = 0;
+}
+
+size_t DirStack::open_descriptors() const {
+  return static_cast<size_t>(std::count_if(levels_.begin(), levels_.end(), [](const Level& l) { return l.fd.valid(); }));
+}
+
+void DirStack::truncate(size_t size) {
+  while (levels_.size() > size) {
+    level_of_.erase(levels_.back().id);
+    levels_.pop_back();
+  }
+}
+
+Status DirStack::push(EntryId id, const Describe& what) {
+  const int parent = fd_at(levels_.size() - 1);
+  ++openat_calls_;
+  LC_ASSIGN_OR_RETURN(Fd fd, open_dir_below(parent, {std::string(index_->entry(id).name)}, false, what()));
+  level_of_[id] = levels_.size();
+  levels_.push_back(Level{id, std::move(fd)});
+  // Leaving the window: keep only checkpoints, so a later jump back reopens few levels.
+  if (levels_.size() > kWindow + 1) {
+    const size_t out = levels_.size() - 1 - kWindow;
+    if (out % kWindow != 0) levels_[out].fd.reset();
+  }
+  return Status();
+}
+
+Status DirStack::reopen(size_t level, const Describe& what) {
+  size_t from = level;
+  while (from > 0 && !levels_[from].fd.valid()) --from;
+  for (size_t l = from + 1; l <= level; ++l) {
+    ++openat_calls_;
+    LC_ASSIGN_OR_RETURN(levels_[l].fd, open_dir_below(fd_at(l - 1), {std::string(index_->entry(levels_[l].id).name)}, false, what()));
+  }
+  return Status();
+}
+
+Result<int> DirStack::open(EntryId dir, const Describe& what) {
+  if (index_ == nullptr) return Status(ErrorCode::kInternal, "DirStack used before reset");
+  // Climb from `dir` to the nearest entry already on the stack (the common ancestor).
+  std::vector<EntryId> down;
+  EntryId e = dir;
+  for (auto it = level_of_.find(e); it == level_of_.end(); it = level_of_.find(e)) {
+    down.push_back(e);
+    if (e == index_->root()) return Status(ErrorCode::kInternal, what() + ": not below the extraction target");
+    e = index_->entry(e).parent;
+  }
+  const size_t common = level_of_.at(e);
+  truncate(common + 1);
+  if (common > 0 && !levels_[common].fd.valid()) LC_RETURN_IF_ERROR(reopen(common, what));
+  for (auto it = down.rbegin(); it != down.rend(); ++it) LC_RETURN_IF_ERROR(push(*it, what));
+  return fd_at(levels_.size() - 1);
+}
+
+}  // namespace lazycache::format

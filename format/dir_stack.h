@@ -1,0 +1,59 @@
+// SPDX-License-Identifier: MIT
+// File: format/dir_stack.h -- DirStack: directory descriptors along the current path of a
+// depth-first walk below one base directory, so opening the parent of the next entry costs one
+// openat (not one per path component: that made deep extractions O(depth^2)).
+//
+// Every directory is opened relative to its parent's descriptor with O_NOFOLLOW | O_DIRECTORY
+// (open_dir_below), so a symlink on disk is never followed, exactly as a walk from the base.
+// Descriptors stay bounded: the deepest kWindow levels are held, and above them only every
+// kWindow-th level (a checkpoint), so at most about 2 * kWindow + depth / kWindow are open; a
+// jump back above the window reopens at most kWindow - 1 levels from the nearest checkpoint.
+// Not thread-safe. Borrows the base descriptor and the index.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "common/status.h"
+#include "format/archive.h"
+#include "format/fs_util.h"
+
+namespace lazycache::format {
+
+class DirStack {
+ public:
+  static constexpr size_t kWindow = 64;
+  // Names the entry in errors; called only on failure (building a deep path costs O(depth)).
+  using Describe = std::function<std::string()>;
+
+  // Starts over at `base_fd`, the directory that is entry `top` on disk.
+  void reset(const Index* index, int base_fd, EntryId top);
+  // Descriptor of directory entry `dir` (`top` itself or a directory below it), valid until the
+  // next call. `what` names the entry in errors (kPermissionDenied for a symlink or
+  // non-directory on the way, kNotFound, kIo).
+  Result<int> open(EntryId dir, const Describe& what);
+
+  size_t open_descriptors() const;
+  uint64_t openat_calls() const { return openat_calls_; }
+
+ private:
+  struct Level {
+    EntryId id = 0;
+    Fd fd;  // invalid when dropped (only ever above the window and off the checkpoints)
+  };
+  int fd_at(size_t level) const { return level == 0 ? base_fd_ : levels_[level].fd.get(); }
+  Status reopen(size_t level, const Describe& what);
+  Status push(EntryId id, const Describe& what);
+  void truncate(size_t size);
+
+  const Index* index_ = nullptr;
+  int base_fd_ = -1;
+  std::vector<Level> levels_;                    // levels_[0] is `top` (its fd: base_fd_)
+  std::unordered_map<EntryId, size_t> level_of_;  // entry -> its index in levels_
+  uint64_t openat_calls_ = 0;
+};
+
+}  // namespace lazycache::format

@@ -1,0 +1,16 @@
+// SPDX-License-Identifier: MIT
+// File: format/quote.h -- quote_path(): an archive path or name as it appears in an error
+// message: in single quotes, with control bytes, DEL, backslash and quote escaped (\n, \t,
+// \xNN, \\, \'), so a hostile name can neither hide in nor rewrite the terminal it is printed
+// to. Paths over `max_bytes` keep their head and tail around "...". Pure; thread-safe.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace lazycache::format {
+
+std::string quote_path(std::string_view path, size_t max_bytes = 1024);
+
+}  // namespace lazycache::format
