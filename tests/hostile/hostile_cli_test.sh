@@ -4,8 +4,8 @@
 # CLI. Cases refused at open must make `ls`, `verify` and `extract` exit non-zero with a message
 # holding the reason; cases refused at read must fail `verify` and `extract`; `extract` cases must
 # fail `extract`. Every extract runs in CASE/target beside CASE/outside/sentinel: nothing may
-# appear outside the target. A case naming an entry refused at open must be named by its quoted
-# path in the message, and no message may hold a raw control character.
+# appear outside the target. A case about one entry (refused at open or at extract) must name
+# it by its quoted path, and no message may hold a raw control character.
 set -u
 cli=$1; gen=$2
 tmp=$(mktemp -d /tmp/lc-hostile-cli-XXXXXX)
@@ -21,8 +21,8 @@ expect_refusal() {  # NAME CMD REASON ARGS...
   if [ $rc -eq 0 ]; then fail "$name: $cmd exited 0"; return; fi
   if [ $rc -ge 128 ]; then fail "$name: $cmd crashed (exit $rc): $out"; return; fi
   if [ -n "$reason" ] && ! grep -qiF -- "$reason" <<<"$out"; then fail "$name: $cmd message lacks '$reason': $out"; fi
-  # Refused at open with a known entry: the message names it by its quoted, escaped path.
-  if [ -n "$entry" ] && [ "$at" = open ] && ! grep -qF -- "/$entry'" <<<"$out"; then fail "$name: $cmd message does not name '$entry': $out"; fi
+  # A case about one entry: the message names it by its quoted, escaped path.
+  if [ -n "$entry" ] && ! grep -qF -- "/$entry'" <<<"$out"; then fail "$name: $cmd message does not name '$entry': $out"; fi
   if LC_ALL=C grep -q '[[:cntrl:]]' <<<"$out"; then fail "$name: $cmd message holds a raw control character"; fi
 }
 # Fields may be empty: split on a non-whitespace separator (IFS would merge adjacent tabs).
