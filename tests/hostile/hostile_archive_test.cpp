@@ -200,6 +200,8 @@ TEST_CASE("hostile archives: each is refused where it must be, with the reason, 
       }
       if (c.refuse_at == RefuseAt::kExtract) CHECK(o.code == error_code_name(ErrorCode::kPermissionDenied));
       if (!c.reason.empty()) CHECK(lower(o.message).find(lower(c.reason)) != std::string::npos);
+      // The entry it concerns, by its quoted path, wherever it is refused.
+      if (!c.entry.empty() && c.refuse_at != RefuseAt::kNever) CHECK(o.message.find("/" + c.entry + "'") != std::string::npos);
       // Nothing outside the target, the sentinel intact.
       CHECK(names_in(dir) == std::set<std::string>{"outside", "target"});
       CHECK(names_in(dir + "/outside") == std::set<std::string>{"sentinel"});
