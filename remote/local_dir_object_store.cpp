@@ -241,6 +241,7 @@ Result<ListPage> LocalDirObjectStore::list(std::string_view prefix, std::string_
   std::string start;
   if (auto slash = prefix.rfind('/'); slash != std::string_view::npos) start = std::string(prefix.substr(0, slash));
   if (!start.empty()) LC_RETURN_IF_ERROR(check_object_key(start));
+  if (reserved_key(start)) return ListPage{};  // temporaries are never objects
   LC_RETURN_IF_ERROR(walk(dir_, start, prefix, continuation, found));
   std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   ListPage page;

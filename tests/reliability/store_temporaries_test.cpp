@@ -138,9 +138,11 @@ TEST_CASE("a put killed mid-body leaves a temporary that is never an object and 
   REQUIRE(page.ok());
   REQUIRE(page->objects.size() == 1);
   CHECK(page->objects[0].key == "keep/a.tar.zst");
-  auto dot = store.list(".lazycache", "");
-  REQUIRE(dot.ok());
-  CHECK(dot->objects.empty());
+  for (const char* prefix : {".lazycache", ".lazycache-tmp/", ".lazycache-tmp/x/"}) {
+    auto dot = store.list(prefix, "");
+    REQUIRE(dot.ok());
+    CHECK(dot->objects.empty());
+  }
   auto h = store.head(".lazycache-tmp/" + killed);
   REQUIRE_FALSE(h.ok());
   CHECK(h.status().code() == ErrorCode::kNotFound);
