@@ -23,16 +23,17 @@
 // Everything else is packed fresh from the tree, cut into frames with write_archive's rule, and
 // a fresh frame is closed before each reused unit.
 //
-// Member order (and the learned hot list, PackConfig::hot_paths): the new archive lays out
-//   1. the base's physical hot region, minus files that are gone, minus changed files no longer
-//      in the learned list;
-//   2. learned files that are new or changed (packed fresh anyway, so free to place);
-//   3. everything else depth-first, children sorted bytewise (as write_archive).
-// Unchanged files that the job learned to read but that sit elsewhere stay where they are
-// (moving them would force recompressing their frames and their neighbours'); the index hot
-// list is (1)+(2) followed by the rest of the learned list, so the next mount still prefetches
-// all of them, with a few more range reads. When the learned list equals the base's hot list
-// the order is the base's order.
+// Member order (and the learned hot list, PackConfig::hot_paths):
+//  - a learned list that differs from the base's hot list (a job read new files, or in a new
+//    order) is laid out first, in that order, then everything else depth-first with children
+//    sorted bytewise (as write_archive). This is what makes the next mount fast: its prefetch
+//    reads the job's files in a few large range reads. It costs recompressing the learned files
+//    and the frames they are taken out of, once; the next save with the same learned list
+//    reuses the layout.
+//  - otherwise (no learned list, or the base's own): the base's physical hot region, minus
+//    files that are gone, minus changed files no longer learned; then learned files that are new
+//    or changed; then everything else depth-first. The index hot list is that region followed
+//    by the rest of the learned list.
 //
 // The base layout is not stored: it is rebuilt from the base index (hot prefix, then the
 // depth-first walk, regenerating headers) and checked against every regular file's data offset,

@@ -196,7 +196,7 @@ TEST_CASE("incremental save after edits, adds, deletes, chmod, rename, hardlink 
   check_same_as_full_pack(t, t / "inc2", "2");
 }
 
-TEST_CASE("incremental save keeps unchanged files in place when the learned hot list changes", "[incremental]") {
+TEST_CASE("a new learned order is laid out first; the next save with the same order reuses it", "[incremental]") {
   TempDir t;
   make_tree(t / "src");
   pin_dir_mtimes(t / "src");
@@ -212,9 +212,22 @@ TEST_CASE("incremental save keeps unchanged files in place when the learned hot 
   const auto& idx = reader->index();
   std::set<std::string> hot;
   for (auto id : idx.hot_list()) hot.insert(idx.path(id));
-  // Every learned file is listed for prefetch, and the base's hot files are kept.
-  for (const auto& p : learned) CHECK(hot.count(p) == 1);
-  CHECK(hot.count("src/d2/f2") == 1);
+  // The hot list is the learned order, and those files come first in the stream, in that order.
+  std::vector<std::string> hot_in_order;
+  for (auto id : idx.hot_list()) hot_in_order.push_back(idx.path(id));
+  CHECK(hot_in_order == learned);
+  uint64_t previous = 0;
+  std::set<uint64_t> hot_offsets;
+  for (auto id : idx.hot_list()) {
+    CHECK(idx.entry(id).data_offset >= previous);
+    previous = idx.entry(id).data_offset;
+    hot_offsets.insert(previous);
+  }
+  for (uint32_t id = 0; id < idx.entry_count(); ++id) {
+    const auto e = idx.entry(id);
+    if (e.type != format::EntryType::kRegular || hot.count(idx.path(id)) || hot_offsets.count(e.data_offset)) continue;
+    CHECK(e.data_offset > previous);  // every other file (hardlinks to hot ones aside) comes after
+  }
   check_same_as_full_pack(t, t / "inc", "hot");
   // A second incremental save recognises the layout it wrote (hot prefix shorter than the list).
   auto gen2 = incremental(t.path(), t / "inc", {}, t / "inc2", config_with(learned));
