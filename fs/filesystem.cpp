@@ -44,7 +44,21 @@ Filesystem::Filesystem(std::unique_ptr<format::ArchiveReader> reader, std::share
       started_(std::chrono::steady_clock::now()),
       archive_ahead_(config.archive_readahead),
       opened_(reader_->index().entry_count(), false),
-      watchdog_([this](std::stop_token st) { watchdog(st); }) {}
+      watchdog_([this](std::stop_token st) { watchdog(st); }) {
+  // The hot region is the prefix of the stream the hot files fill, up to the first hot file
+  // that is not in it (a save that could not move every learned file lists the rest after).
+  uint64_t region_end = 0;
+  for (EntryId id : index().hot_list()) {
+    if (id >= index().entry_count()) break;
+    const format::Entry e = index().entry(canonical(id));
+    if (e.type != format::EntryType::kRegular) continue;
+    if (e.data_offset > region_end + (1 << 20)) break;  // past a gap: no longer the prefix
+    region_end = std::max(region_end, e.data_offset + e.size);
+  }
+  if (region_end > 0 && !index().frames().empty()) {
+    hot_region_last_frame_ = index().frames_for_range(region_end - 1, 1).second;
+  }
+}
 
 Filesystem::~Filesystem() {
   watchdog_.request_stop();
@@ -249,7 +263,9 @@ void Filesystem::read(uint64_t handle, uint64_t offset, size_t size, ReadCallbac
   FrameSpan across;
   {
     std::lock_guard lock(archive_ahead_mu_);
-    across = archive_ahead_.on_read(first, last, static_cast<uint32_t>(frames.size()));
+    const bool in_hot_region = hot_region_last_frame_ >= 0 && last <= hot_region_last_frame_;
+    const auto limit = in_hot_region ? static_cast<uint32_t>(hot_region_last_frame_ + 1) : static_cast<uint32_t>(frames.size());
+    across = archive_ahead_.on_read(first, last, limit);
   }
   if (across.count > 0) fetcher_->prefetch(across.first, across.first + across.count - 1, Priority::kReadahead);
 }
