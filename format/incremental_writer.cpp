@@ -386,18 +386,23 @@ class IncrementalWriter {
     return out;
   }
 
-  // True when `learned` is not the base's own hot list (the same files in the same order).
+  // True when `learned` is a new set of files against the base's hot list. Compared as sets with
+  // a 10 % tolerance: jobs running steps in parallel read in a slightly different order every
+  // time, and laying the files out again for that would recompress them on every save.
   bool learned_order_is_new(const std::vector<uint32_t>& learned, const std::map<EntryId, uint32_t>& node_of_base) const {
     if (learned.empty()) return false;
-    const auto base_hot = idx_.hot_list();
-    if (base_hot.size() != learned.size()) return true;
-    size_t i = 0;
-    for (EntryId b : base_hot) {
+    std::set<uint32_t> base_hot;
+    for (EntryId b : idx_.hot_list()) {
       auto it = node_of_base.find(b);
-      if (it == node_of_base.end() || it->second != learned[i]) return true;
-      ++i;
+      if (it != node_of_base.end()) base_hot.insert(it->second);
     }
-    return false;
+    size_t differ = 0;
+    std::set<uint32_t> seen;
+    for (uint32_t n : learned)
+      if (seen.insert(n).second && !base_hot.count(n)) ++differ;
+    for (uint32_t n : base_hot)
+      if (!seen.count(n)) ++differ;
+    return differ * 10 > seen.size();
   }
 
   TarMember header_of(uint32_t id, uint32_t leader) const {

@@ -24,8 +24,9 @@
 // a fresh frame is closed before each reused unit.
 //
 // Member order (and the learned hot list, PackConfig::hot_paths):
-//  - a learned list that differs from the base's hot list (a job read new files, or in a new
-//    order) is laid out first, in that order, then everything else depth-first with children
+//  - a learned list whose files differ from the base's hot list by more than 10 % (compared as
+//    sets, so jobs whose parallel steps read in a slightly different order each run do not pay
+//    a relayout every save) is laid out first, in the learned order, then everything else depth-first with children
 //    sorted bytewise (as write_archive). This is what makes the next mount fast: its prefetch
 //    reads the job's files in a few large range reads. It costs recompressing the learned files
 //    and the frames they are taken out of, once; the next save with the same learned list
