@@ -135,6 +135,11 @@ int serve(fs::Filesystem& filesystem, std::vector<std::unique_ptr<fs::FuseMount>
   };
   write_state();
 
+  auto write_access = [&filesystem](const std::string& file) {
+    std::string access;
+    for (format::EntryId id : filesystem.access_order()) access += filesystem.index().path(id) + "\n";
+    ignore_error(fs::replace_file(file, access), "the hot list is an optimisation");
+  };
   const sigset_t set = stop_signals();
   bool stopping = false;
   while (true) {
@@ -149,12 +154,14 @@ int serve(fs::Filesystem& filesystem, std::vector<std::unique_ptr<fs::FuseMount>
       stopping = true;
       for (auto& m : mounts) m->stop();
     }
+    // A refresh (status, unmount --save) gets the access list as of now, before the state's
+    // sequence number moves on: the live copy is otherwise up to a second old, and the files a
+    // job read in its last second would be missing from the next save's hot list.
+    if (sig == SIGUSR1) write_access(base + ".access.live");
     write_state();
   }
   // Every mount point is gone, so no new request can arrive: the figures are final.
-  std::string access;
-  for (format::EntryId id : filesystem.access_order()) access += filesystem.index().path(id) + "\n";
-  ignore_error(fs::replace_file(base + ".access", access), "the hot list is an optimisation");
+  write_access(base + ".access");
   state.stopped = true;
   write_state();
   // A read still waiting (its reader killed mid-read) replies on its session: let it finish first.

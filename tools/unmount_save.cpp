@@ -24,9 +24,12 @@ namespace lazycache::cli {
 namespace {
 
 // The access list the daemon keeps current while it serves (cmd_mount.cpp), else the final one.
-std::vector<std::string> hot_paths_of(pid_t pid) {
+// A refresh first makes the daemon write it as of now (mount_daemon.cpp), so reads of the job's
+// last second are not missing.
+std::vector<std::string> hot_paths_of(pid_t pid, const std::string& mountpoint) {
   std::vector<std::string> out;
   if (pid <= 0) return out;
+  if (auto d = find_daemon(mountpoint); d && d->pid == pid) (void)refresh(*d);
   const std::string base = run_dir() + "/mount-" + std::to_string(pid);
   auto text = fs::read_whole_file(base + ".access.live", 64 << 20);
   if (!text.ok()) text = fs::read_whole_file(base + ".access", 64 << 20);
@@ -86,7 +89,7 @@ Status save_group(const Group& g, SaveOutcome* out) {
   pack.tool_version = std::string("lazycache ") + LC_VERSION;
   for (const SaveRecord& r : g.records) {
     roots.push_back(format::PackRoot{r.path});
-    for (auto& p : hot_paths_of(r.pid)) pack.hot_paths.push_back(std::move(p));
+    for (auto& p : hot_paths_of(r.pid, r.path)) pack.hot_paths.push_back(std::move(p));
   }
   out->hot = pack.hot_paths.size();
   remote::PutOptions put;
