@@ -61,6 +61,29 @@ void must_run(const std::string& command) {
   REQUIRE(r.exit_code == 0);
 }
 
+// The mount daemons' logs (RUN_DIR/mount-*.log): printed when a check of the mount fails.
+std::string daemon_logs(const MountEnv& env) {
+  const std::string logs = quote(env.run_dir) + "/mount-*.log";
+  // A sanitizer report from its first line to its summary (the shadow-byte map is noise), else
+  // the last lines.
+  CommandResult report = run("sed -n '/ERROR: [A-Za-z]*Sanitizer/,/^SUMMARY/p' " + logs + " | head -n 120");
+  return report.out.empty() ? run("tail -n 30 " + logs).out : report.out;
+}
+
+// Reads every file of the mount; a failed read fails the test with the reader's error and the
+// daemon's log, which names the frame and the cause.
+void read_everything(const std::string& mnt, const MountEnv& env) {
+  CommandResult r = run("cd " + quote(mnt) + " && find . -type f -print0 | xargs -0 -r cat > /dev/null");
+  if (r.exit_code != 0) FAIL("reading every file of " << mnt << " failed:\n" << r.out << "\ndaemon log:\n" << daemon_logs(env));
+}
+
+// The mount must still be there; if not, fail with what `status` says and the daemon's log.
+void still_mounted(const std::string& mnt, const MountEnv& env, const char* when) {
+  if (is_lazycache_mount_path(mnt)) return;
+  FAIL("the mount at " << mnt << " is gone " << when << "; status:\n" << run(cli() + " status " + quote(mnt)).out
+                       << "\ndaemon log:\n" << daemon_logs(env));
+}
+
 std::vector<std::string> files_of(const std::string& root) {
   std::vector<std::string> files;
   CommandResult list = run("cd " + quote(root) + " && find . -type f");
@@ -106,7 +129,10 @@ TEST_CASE("an entry saved to Swift mounts lazily, reads back identical, and a se
 
     // Everything against the source: content, types, modes, link counts, sizes, symlink targets,
     // mtimes; listings as tools print them.
+    read_everything(mnt, env);
+    still_mounted(mnt, env, "after reading every file");
     CHECK(describe_tree(src) == describe_tree(mnt));
+    still_mounted(mnt, env, "after describing the tree");
     same_output(src, mnt, "find . | LC_ALL=C sort");
     same_output(src, mnt, "ls -lR --time-style=full-iso . | grep -v '^total' | awk '$1 !~ /^d/' | tr -s ' '");
     same_output(src, mnt, "find . -type l -print0 | LC_ALL=C sort -z | xargs -0 readlink");
@@ -144,6 +170,8 @@ TEST_CASE("an entry saved to Swift mounts lazily, reads back identical, and a se
   // Second mount: every file again, with nothing from the store (the chunk cache has it all).
   MountGuard guard(mnt);
   must_run(mount_cmd);
+  read_everything(mnt, env);
+  still_mounted(mnt, env, "after reading every file (second mount)");
   CHECK(describe_tree(src) == describe_tree(mnt));
   CHECK(status_number(mnt, "store_range_reads") == 0);
   CHECK(status_number(mnt, "store_bytes") == 0);

@@ -83,7 +83,17 @@ inline std::string describe_tree(const std::string& root) {
                         " && find . -type d -printf 'd %p %m %n %T@\\n' -o -type l -printf 'l %p -> %l %T@\\n'"
                         " -o -type f -printf 'f %p %m %n %s %T@\\n' | LC_ALL=C sort"
                         " && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 -r md5sum");
-  REQUIRE(r.exit_code == 0);
+  if (r.exit_code != 0) {  // say which entries failed and why (md5sum: FILE: Input/output error)
+    std::string errors;
+    for (size_t pos = 0; pos < r.out.size();) {
+      size_t end = r.out.find('\n', pos);
+      if (end == std::string::npos) end = r.out.size();
+      std::string line = r.out.substr(pos, end - pos);
+      if (line.rfind("md5sum:", 0) == 0 || line.rfind("find:", 0) == 0) errors += line + "\n";
+      pos = end + 1;
+    }
+    FAIL("describing " << root << " failed (exit " << r.exit_code << "):\n" << errors);
+  }
   return r.out;
 }
 
