@@ -33,6 +33,16 @@ struct Filesystem::ReadOp {
   Status error;
 };
 
+namespace {
+// A fetch in flight longer than the read timeout has failed every reader waiting on it; a new
+// reader joining it would fail the same way, so it gets a fresh fetch instead.
+FetcherConfig fetcher_config(const FilesystemConfig& c) {
+  FetcherConfig f = c.fetcher;
+  if (c.read_timeout_ms > 0) f.restart_after_ms = std::min<uint64_t>(f.restart_after_ms, c.read_timeout_ms);
+  return f;
+}
+}  // namespace
+
 Filesystem::Filesystem(std::unique_ptr<format::ArchiveReader> reader, std::shared_ptr<ChunkCache> chunk_cache,
                        FilesystemConfig config)
     : reader_(std::move(reader)),
@@ -40,7 +50,7 @@ Filesystem::Filesystem(std::unique_ptr<format::ArchiveReader> reader, std::share
       budget_(config.memory_budget_bytes),
       memory_(budget_),
       chunk_cache_(std::move(chunk_cache)),
-      fetcher_(std::make_unique<FrameFetcher>(*reader_, chunk_cache_, memory_, budget_, config.fetcher)),
+      fetcher_(std::make_unique<FrameFetcher>(*reader_, chunk_cache_, memory_, budget_, fetcher_config(config))),
       started_(std::chrono::steady_clock::now()),
       archive_ahead_(config.archive_readahead),
       opened_(reader_->index().entry_count(), false),
@@ -212,7 +222,10 @@ void Filesystem::read(uint64_t handle, uint64_t offset, size_t size, ReadCallbac
     ahead = file->policy.on_read(offset, length, file->size);
   }
   auto op = std::make_shared<ReadOp>();
-  op->stream_offset = file->data_offset + offset;
+  // `file` may be released (and freed) as soon as get_range() below has replied: nothing after
+  // that call may touch it.
+  const uint64_t data_offset = file->data_offset;
+  op->stream_offset = data_offset + offset;
   op->length = static_cast<size_t>(length);
   op->deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(config_.read_timeout_ms);
   op->cb = std::move(cb);
@@ -257,7 +270,7 @@ void Filesystem::read(uint64_t handle, uint64_t offset, size_t size, ReadCallbac
     finish(op, std::move(pieces));
   });
   if (ahead.length > 0) {
-    const auto [a, b] = index().frames_for_range(file->data_offset + ahead.offset, ahead.length);
+    const auto [a, b] = index().frames_for_range(data_offset + ahead.offset, ahead.length);
     fetcher_->prefetch(a, b, Priority::kReadahead);
   }
   FrameSpan across;

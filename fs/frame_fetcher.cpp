@@ -42,6 +42,20 @@ FrameFetcher::~FrameFetcher() {
 
 void FrameFetcher::enqueue_locked(uint32_t frame, Priority priority, bool keep_in_memory, FrameCallback cb) {
   auto it = pending_.find(frame);
+  if (it != pending_.end() && it->second.claimed &&
+      std::chrono::steady_clock::now() - it->second.claimed_at > std::chrono::milliseconds(config_.restart_after_ms)) {
+    // Stuck in flight (see restart_after_ms): a fresh fetch takes over its waiters.
+    Pending stuck = std::move(it->second);
+    pending_.erase(it);
+    Pending fresh{priority, seq_++, false, stuck.keep_in_memory || keep_in_memory, std::move(stuck.waiters), {}};
+    if (cb) fresh.waiters.push_back(std::move(cb));
+    fresh.priority = std::min(priority, stuck.priority);
+    queue_.insert(QueueKey{static_cast<uint8_t>(fresh.priority), fresh.seq, frame});
+    pending_.emplace(frame, std::move(fresh));
+    counters_.fetches_restarted.fetch_add(1, std::memory_order_relaxed);
+    work_cv_.notify_one();
+    return;
+  }
   if (it != pending_.end()) {
     Pending& p = it->second;
     if (cb) p.waiters.push_back(std::move(cb));
@@ -54,7 +68,7 @@ void FrameFetcher::enqueue_locked(uint32_t frame, Priority priority, bool keep_i
     }
     return;
   }
-  Pending p{priority, seq_++, false, keep_in_memory, {}};
+  Pending p{priority, seq_++, false, keep_in_memory, {}, {}};
   if (cb) p.waiters.push_back(std::move(cb));
   queue_.insert(QueueKey{static_cast<uint8_t>(priority), p.seq, frame});
   pending_.emplace(frame, std::move(p));
@@ -122,17 +136,19 @@ void FrameFetcher::wait_idle() {
   idle_cv_.wait(lock, [this] { return stop_ || (queue_.empty() && active_ == 0); });
 }
 
-std::vector<uint32_t> FrameFetcher::claim_run_locked(bool& background) {
+std::vector<uint32_t> FrameFetcher::claim_run_locked(bool& background, std::vector<uint64_t>& seqs) {
   if (queue_.empty()) return {};
   const auto [prio, seq, frame] = *queue_.begin();
   background = prio >= static_cast<uint8_t>(Priority::kPrefetch);
   // The queue is ordered by priority, so if the most urgent entry is background work and its
   // workers are all busy, nothing else may run either.
   if (background && background_active_ >= config_.background_threads) return {};
-  auto claim = [this](uint32_t f) {
+  const auto now = std::chrono::steady_clock::now();
+  auto claim = [this, now](uint32_t f) {
     Pending& p = pending_.at(f);
     queue_.erase(QueueKey{static_cast<uint8_t>(p.priority), p.seq, f});
     p.claimed = true;
+    p.claimed_at = now;
     return frames_[f].compressed_size;
   };
   // Only frames of the same priority join a run: a reader waiting on an on-demand frame must not
@@ -153,28 +169,31 @@ std::vector<uint32_t> FrameFetcher::claim_run_locked(bool& background) {
     bytes += claim(f - 1);
     run.insert(run.begin(), f - 1);
   }
+  seqs.clear();
+  for (uint32_t f : run) seqs.push_back(pending_.at(f).seq);
   return run;
 }
 
 void FrameFetcher::worker_loop() {
   while (true) {
     std::vector<uint32_t> run;
+    std::vector<uint64_t> seqs;
     bool background = false;
     {
       std::unique_lock lock(mu_);
       work_cv_.wait(lock, [&] {
         if (stop_) return true;
-        run = claim_run_locked(background);
+        run = claim_run_locked(background, seqs);
         return !run.empty();
       });
       if (stop_) {
-        for (uint32_t f : run) pending_.at(f).claimed = false;  // failed as kCancelled by the destructor
+        for (uint32_t f : run) pending_.at(f).claimed = false;  // failed as kCancelled by the destructor (claimed just now, under this lock)
         return;
       }
       ++active_;
       if (background) ++background_active_;
     }
-    process_run(run, background);
+    process_run(run, seqs, background);
     {
       std::lock_guard lock(mu_);
       --active_;
@@ -193,12 +212,12 @@ uint64_t FrameFetcher::reserve_for(uint64_t bytes, bool background) {
   return bytes;
 }
 
-void FrameFetcher::complete(uint32_t frame, const Result<FramePtr>& result) {
+void FrameFetcher::complete(uint32_t frame, uint64_t seq, const Result<FramePtr>& result) {
   Pending p{};
   {
     std::lock_guard lock(mu_);
     auto it = pending_.find(frame);
-    if (it == pending_.end()) return;
+    if (it == pending_.end() || it->second.seq != seq) return;  // replaced: a fresh fetch serves its waiters
     p = std::move(it->second);
     // Publish to memory before forgetting the pending entry, so a concurrent get() finds the
     // frame in one place or the other and never starts a second fetch.
@@ -209,7 +228,9 @@ void FrameFetcher::complete(uint32_t frame, const Result<FramePtr>& result) {
   for (auto& cb : p.waiters) cb(result);
 }
 
-void FrameFetcher::process_run(const std::vector<uint32_t>& run, bool background) {
+void FrameFetcher::process_run(const std::vector<uint32_t>& run, const std::vector<uint64_t>& seqs, bool background) {
+  std::map<uint32_t, uint64_t> seq_of;
+  for (size_t k = 0; k < run.size(); ++k) seq_of[run[k]] = seqs[k];
   uint64_t compressed = 0, largest = 0;
   for (uint32_t f : run) {
     compressed += frames_[f].compressed_size;
@@ -220,7 +241,9 @@ void FrameFetcher::process_run(const std::vector<uint32_t>& run, bool background
     // The budget is taken by reads: put the background work back and let them finish first.
     std::unique_lock lock(mu_);
     for (uint32_t f : run) {
-      Pending& p = pending_.at(f);
+      auto it = pending_.find(f);
+      if (it == pending_.end() || it->second.seq != seq_of[f]) continue;  // replaced meanwhile
+      Pending& p = it->second;
       p.claimed = false;
       queue_.insert(QueueKey{static_cast<uint8_t>(p.priority), p.seq, f});
     }
@@ -236,7 +259,7 @@ void FrameFetcher::process_run(const std::vector<uint32_t>& run, bool background
         auto decoded = reader_.decode_frame(f, std::as_bytes(std::span(cached->data(), cached->size())));
         if (decoded.ok()) {
           counters_.frames_from_chunk_cache.fetch_add(1, std::memory_order_relaxed);
-          complete(f, FramePtr(std::make_shared<const std::string>(std::move(decoded).value())));
+          complete(f, seq_of[f], FramePtr(std::make_shared<const std::string>(std::move(decoded).value())));
           continue;
         }
         counters_.chunk_cache_bad.fetch_add(1, std::memory_order_relaxed);
@@ -288,7 +311,7 @@ void FrameFetcher::process_run(const std::vector<uint32_t>& run, bool background
         std::cerr << "lazycache: frame " << f << " (bytes " << info.compressed_offset << "+" << info.compressed_size
                   << ") of " << source.describe() << ": " << out.error().to_string() << "\n";
       }
-      complete(f, out);
+      complete(f, seq_of[f], out);
     }
     // The chunk cache is written after the waiters have their frames: a blob write and an LMDB
     // commit are disk work a reader should not wait for.

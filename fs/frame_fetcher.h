@@ -29,6 +29,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -63,6 +64,11 @@ struct FetcherConfig {
   // 1 MiB for runs of on-demand frames: a reader waits for its whole run, so it stays about one
   // frame or two at the default frame size (many readers of neighbouring frames still merge).
   uint64_t merge_bytes_on_demand = 1ull << 20;
+  // A fetch still in flight after this long is not joined by new requests: they start a fresh
+  // fetch, and the old one's result, whenever it comes, is dropped. A stalled connection can
+  // take the store's low-speed timeout (a minute) to fail; meanwhile every read of that frame
+  // would time out, even after the store recovered. 10 s: well past a healthy range read.
+  uint64_t restart_after_ms = 10000;
 };
 
 // Live counters (relaxed atomics: figures for people, not synchronisation).
@@ -75,6 +81,7 @@ struct FetchCounters {
   std::atomic<uint64_t> chunk_cache_bad{0};      // cached copies that failed verification
   std::atomic<uint64_t> fetch_errors{0};
   std::atomic<uint64_t> prefetched_frames{0};    // frames completed at prefetch/background priority
+  std::atomic<uint64_t> fetches_restarted{0};    // stuck fetches replaced (restart_after_ms)
 };
 
 using FrameCallback = std::function<void(Result<FramePtr>)>;
@@ -110,19 +117,22 @@ class FrameFetcher {
  private:
   struct Pending {
     Priority priority;
-    uint64_t seq;
+    uint64_t seq;  // arrival order, and the fetch's identity: complete() ignores a replaced one
     bool claimed = false;
     bool keep_in_memory = false;
     std::vector<FrameCallback> waiters;
+    std::chrono::steady_clock::time_point claimed_at{};
   };
   using QueueKey = std::tuple<uint8_t, uint64_t, uint32_t>;  // (priority, arrival, frame)
 
   void enqueue_locked(uint32_t frame, Priority priority, bool keep_in_memory, FrameCallback cb);
   void worker_loop();
   // Takes the most urgent runnable frame plus its queued neighbours; empty if none may run now.
-  std::vector<uint32_t> claim_run_locked(bool& background);
-  void process_run(const std::vector<uint32_t>& frames, bool background);
-  void complete(uint32_t frame, const Result<FramePtr>& result);
+  // `seqs` gets the claimed fetches' identities, in the order of the frames.
+  std::vector<uint32_t> claim_run_locked(bool& background, std::vector<uint64_t>& seqs);
+  void process_run(const std::vector<uint32_t>& frames, const std::vector<uint64_t>& seqs, bool background);
+  // Delivers the result of fetch `seq` of `frame`; a fetch that was replaced is ignored.
+  void complete(uint32_t frame, uint64_t seq, const Result<FramePtr>& result);
   uint64_t reserve_for(uint64_t bytes, bool background);
 
   const format::ArchiveReader& reader_;

@@ -306,6 +306,31 @@ TEST_CASE("a hanging store times the read out instead of blocking it forever", "
   o.source->release();  // lets the stuck fetch thread finish before teardown
 }
 
+TEST_CASE("a fetch stuck after the store recovered does not hold its frame: the next read fetches afresh", "[unit]") {
+  Fixture fx(10);
+  fs::FilesystemConfig cfg;
+  cfg.read_timeout_ms = 300;
+  cfg.fetcher.restart_after_ms = 200;
+  Open o = open_fs(fx.archive, fx.cache_dir, cfg);
+  auto id = walk(*o.fs, "t/node_modules/pkg-3/index.js");
+  o.source->hang = true;
+  auto h = o.fs->open(*id, O_RDONLY);
+  auto stuck = o.fs->read_sync(*h, 0, 100);
+  REQUIRE_FALSE(stuck.ok());
+  CHECK(stuck.error().code() == ErrorCode::kTimeout);
+  o.source->hang = false;  // the store is back; the first fetch is still hanging on its connection
+  auto again = o.fs->read_sync(*h, 0, 100);
+  REQUIRE(again.ok());
+  CHECK(*again == fx.contents.at("t/node_modules/pkg-3/index.js").substr(0, 100));
+  o.fs->release(*h);
+  o.source->release();  // the stuck fetch now fails; its late result must be ignored
+  auto h2 = o.fs->open(*id, O_RDONLY);
+  auto later = o.fs->read_sync(*h2, 0, 100);
+  REQUIRE(later.ok());
+  CHECK(*later == fx.contents.at("t/node_modules/pkg-3/index.js").substr(0, 100));
+  o.fs->release(*h2);
+}
+
 TEST_CASE("corrupted bytes from the store are refused and never cached; a bad cached copy is refetched", "[unit]") {
   Fixture fx(10);
   const std::string path = "t/node_modules/pkg-3/index.js";

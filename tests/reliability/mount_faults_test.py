@@ -91,14 +91,6 @@ def mount_scenario(h, store_url, name, fault, mode, failures):
             status, data, took = reader.read(os.path.join(mnt, rel), DEADLINE_S)
             if status == "ok" and data != h.files[rel]:
                 failures.append("%s/%s: WRONG BYTES from %s after the fault cleared" % (name, mode, rel))
-            elif status != "ok" and name.startswith("stall"):
-                # Known gap (docs/reliability.md, open findings; fs/frame_fetcher is the lead's):
-                # a file whose first frame also holds the tail of a stalled file waits on that
-                # frame's single-flight slot, past the read timeout.
-                print("KNOWN GAP %s/%s: after the stall cleared, %s (shares a stalled frame?) gave %s after %.1fs"
-                      % (name, mode, rel, status, took), flush=True)
-                if status == "hang":
-                    break
             elif status != "ok":
                 failures.append("%s/%s: after the fault cleared, another file %s gave %s" % (name, mode, rel, status))
         # ...and the files that failed: a remote failure is not remembered.
@@ -107,11 +99,7 @@ def mount_scenario(h, store_url, name, fault, mode, failures):
             status, data, took = reader.read(os.path.join(mnt, rel), DEADLINE_S)
             if status != "ok" or data != h.files[rel]:
                 late.append("%s gave %s" % (rel, status))
-        if late and name.startswith("stall"):
-            # Known gap (docs/reliability.md): a stalled fetch keeps its frame's single-flight slot
-            # until the HTTP low-speed timeout x attempts, so re-reads of that frame fail meanwhile.
-            print("KNOWN GAP %s/%s: re-reads after the stall cleared: %s" % (name, mode, late), flush=True)
-        elif late:
+        if late:
             failures.append("%s/%s: after the fault cleared, re-reads failed: %s" % (name, mode, late))
         print("mount %-22s %-10s outcomes %s, %d recovered" % (name, mode, outcomes, len(failed) - len(late)), flush=True)
     finally:
