@@ -72,6 +72,16 @@ run_local_scenarios() {
   else
     not_measured pack "$fx" local "lazycache pack" "$(lc_why pack)"
   fi
+  # The default frame size's trade-off: smaller frames cost ratio and time, fetch less per read.
+  if lc_has pack; then
+    local fs
+    for fs in 1M 16M; do
+      measure frames "$fx" local "lazycache pack --frame-size $fs" "rm -f $W/$fx.fs.tar.zst" \
+        '"$LC" pack --frame-size '"$fs"' -o "$W/$fx.fs.tar.zst" "$T"' \
+        'note_add archive_bytes "$(stat -c %s "$W/$fx.fs.tar.zst")"'
+    done
+    rm -f "$W/$fx.fs.tar.zst"
+  fi
 
   # Warm metadata walks and reads: each filesystem is read once untimed, then timed.
   say "warm find and reads ($fx)"
@@ -137,8 +147,9 @@ run_link_scenarios() {
   local N ARCH=$W/$fx.job.tar.zst OBJ="peer/$fx.tar.zst"
   N=$(basename "$JOBD")
   [ -f "$ARCH" ] || tar -cf - -C "$JOBP" "$N" | zstd -q -T0 -3 -o "$ARCH"   # once per fixture
-  local abytes
+  local abytes tree_file_bytes
   abytes=$(stat -c %s "$ARCH")
+  tree_file_bytes=$(find "$T" -type f -printf '%s\n' | awk '{ s += $1 } END { print s + 0 }')
   say "fixture $fx over link $prof: archive $abytes bytes"
 
   # save: pack + upload. actions/cache packs to a temp file, then uploads it.
@@ -205,7 +216,7 @@ run_link_scenarios() {
     if lc_has mount; then
       measure job "$fx" "$prof" "lazycache mount, job, unmount" "$PREP_MOUNT"'; B0=$(fetched_bytes)' \
         '"$LC" mount "${LC_STORE_OPTS[@]}" --key "$KEY" "$JOBD" && '"$JOB_CMD"' && lc_unmount "$JOBD"' \
-        'note_add fetched_bytes $(( $(fetched_bytes) - B0 )); note_add job_file_bytes '"$job_bytes"'; note_add archive_bytes '"$abytes"'; note_lc_figures'
+        'note_add fetched_bytes $(( $(fetched_bytes) - B0 )); note_add job_file_bytes '"$job_bytes"'; note_add archive_bytes '"$abytes"'; note_add tree_file_bytes '"$tree_file_bytes"'; note_lc_figures'
     else
       not_measured job "$fx" "$prof" "lazycache mount, job, unmount" "$(lc_why mount)"
     fi
@@ -243,7 +254,7 @@ lc_job_variants() {
   if lc_has mount; then
     measure job_pkg "$fx" "$prof" "lazycache mount, job, unmount" "$PREP_MOUNT"'; B0=$(fetched_bytes)' \
       '"$LC" mount "${LC_STORE_OPTS[@]}" --key "$KEY" "$JOBD" && '"$JOB_PKG_CMD"' && lc_unmount "$JOBD"' \
-      'note_add fetched_bytes $(( $(fetched_bytes) - B0 )); note_add job_file_bytes '"$pkg_bytes"'; note_add archive_bytes '"$abytes"'; note_lc_figures'
+      'note_add fetched_bytes $(( $(fetched_bytes) - B0 )); note_add job_file_bytes '"$pkg_bytes"'; note_add archive_bytes '"$abytes"'; note_add tree_file_bytes '"$tree_file_bytes"'; note_lc_figures'
   else
     not_measured job_pkg "$fx" "$prof" "lazycache mount, job, unmount" "$(lc_why mount)"
   fi
@@ -260,5 +271,5 @@ lc_job_variants() {
   local FIRST_RUN='next_seq; '"$PREP_MOUNT"'; "$LC" mount "${LC_STORE_OPTS[@]}" --key "$fx-$prof-learned-$SEQ" --restore-keys "$fx-$prof-base" "$JOBD" >>"$LOG" 2>&1 && '"$JOB_CMD"' && "$LC" unmount --save "$JOBD" >>"$LOG" 2>&1; lc_unmount "$JOBD"; lc_clear_cache; drop_caches; B0=$(fetched_bytes)'
   measure job_learned "$fx" "$prof" "lazycache mount, job, unmount (second run)" "$FIRST_RUN" \
     '"$LC" mount "${LC_STORE_OPTS[@]}" --key "$fx-$prof-learned-$SEQ" "$JOBD" && '"$JOB_CMD"' && lc_unmount "$JOBD"' \
-    'note_add fetched_bytes $(( $(fetched_bytes) - B0 )); note_add job_file_bytes '"$job_bytes"'; note_add archive_bytes '"$abytes"'; note_lc_figures'
+    'note_add fetched_bytes $(( $(fetched_bytes) - B0 )); note_add job_file_bytes '"$job_bytes"'; note_add archive_bytes '"$abytes"'; note_add tree_file_bytes '"$tree_file_bytes"'; note_lc_figures'
 }
