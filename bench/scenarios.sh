@@ -264,12 +264,15 @@ lc_job_variants() {
     not_measured job_learned "$fx" "$prof" "lazycache mount, job, unmount (second run)" "$(lc_why mount) (or no unmount --save)"
     return 0
   fi
-  # A base entry only this scenario matches by prefix, so every first run starts from it.
-  "$LC" save "${LC_STORE_OPTS[@]}" --key "$fx-$prof-base" "$JOBD" >>"$LOG" 2>&1 || true
+  # A base entry of the whole tree that only this scenario matches by prefix, so every first run
+  # starts from it (the earlier scenarios left $JOBD unmounted and empty).
+  lc_unmount "$JOBD"
+  rm -rf "$JOBD" && cp -a "$T" "$JOBD"
+  "$LC" save "${LC_STORE_OPTS[@]}" --key "base-$fx-$prof" "$JOBD" >>"$LOG" 2>&1 || true
   # Untimed first run: a partial hit on the base, the job, then unmount --save under the new key
   # (the job's read order goes into the new entry's hot list and layout).
-  local FIRST_RUN='next_seq; '"$PREP_MOUNT"'; "$LC" mount "${LC_STORE_OPTS[@]}" --key "$fx-$prof-learned-$SEQ" --restore-keys "$fx-$prof-base" "$JOBD" >>"$LOG" 2>&1 && '"$JOB_CMD"' && "$LC" unmount --save "$JOBD" >>"$LOG" 2>&1; lc_unmount "$JOBD"; lc_clear_cache; drop_caches; B0=$(fetched_bytes)'
+  local FIRST_RUN='next_seq; '"$PREP_MOUNT"'; "$LC" mount "${LC_STORE_OPTS[@]}" --key "learned-$fx-$prof-$SEQ" --restore-keys "base-$fx-$prof" "$JOBD" >>"$LOG" 2>&1 && '"$JOB_CMD"' && "$LC" unmount --save "$JOBD" >>"$LOG" 2>&1; lc_unmount "$JOBD"; lc_clear_cache; drop_caches; B0=$(fetched_bytes)'
   measure job_learned "$fx" "$prof" "lazycache mount, job, unmount (second run)" "$FIRST_RUN" \
-    '"$LC" mount "${LC_STORE_OPTS[@]}" --key "$fx-$prof-learned-$SEQ" "$JOBD" && '"$JOB_CMD"' && lc_unmount "$JOBD"' \
+    '"$LC" mount "${LC_STORE_OPTS[@]}" --key "learned-$fx-$prof-$SEQ" "$JOBD" && '"$JOB_CMD"' && lc_unmount "$JOBD"' \
     'note_add fetched_bytes $(( $(fetched_bytes) - B0 )); note_add job_file_bytes '"$job_bytes"'; note_add archive_bytes '"$abytes"'; note_add tree_file_bytes '"$tree_file_bytes"'; note_lc_figures'
 }
