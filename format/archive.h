@@ -80,6 +80,18 @@ struct Root {
   EntryId entry = 0;          // the directory (or file) entry for this root
 };
 
+// Stream offset meaning "not a tar member" (the top entry, implicit directories).
+inline constexpr uint64_t kNoMemberOffset = UINT64_MAX;
+
+// A tar member that a later member of the same path supersedes ("tar --append" semantics:
+// extracting the stream in order leaves the later one). Incremental saves write them instead
+// of recompressing a frame around a changed file; mounts and extract never read them.
+struct DeadMember {
+  uint64_t start = 0;   // first header byte in the tar stream
+  uint64_t length = 0;  // header(s) + data + padding, a multiple of 512
+  EntryId entry = 0;    // the entry whose live member comes later in the stream
+};
+
 struct ArchiveTotals {
   uint64_t file_count = 0, dir_count = 0, symlink_count = 0;
   uint64_t uncompressed_bytes = 0;  // tar stream length
@@ -113,6 +125,11 @@ class Index {
   virtual std::span<const EntryId> hot_list() const = 0;
   virtual const ArchiveTotals& totals() const = 0;
   virtual std::string_view tool_version() const = 0;
+  // Where entry `id`'s tar member starts in the stream (first header byte): index version 2;
+  // nullopt for version 1 indexes, and kNoMemberOffset for the top and implicit directories.
+  virtual std::optional<uint64_t> member_offset(EntryId id) const = 0;
+  // Superseded members, sorted by start, disjoint (index version 2; empty for version 1).
+  virtual std::span<const DeadMember> dead_members() const = 0;
 };
 
 // Opens an archive through any ByteSource. open() reads the tail (seek table + index) with at

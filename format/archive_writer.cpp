@@ -201,6 +201,7 @@ class Producer {
       }
     }
     TarMember m = node_tar_member(n, member_path(id), target ? &*target : nullptr);
+    n.member_offset = stream_bytes;
     append(tar_header_bytes(m));
     if (data) {
       n.data_offset = stream_bytes;

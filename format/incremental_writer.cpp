@@ -18,6 +18,7 @@
 #include "format/frame_codec.h"
 #include "format/fs_util.h"
 #include "format/hashing.h"
+#include "format/index_builder.h"
 #include "format/pack_order.h"
 #include "format/tar.h"
 
@@ -40,24 +41,26 @@ uint64_t hash_of(const std::string& bytes) { return xxh3_64(std::as_bytes(std::s
 // ---- the base layout, rebuilt from its index ----
 
 struct BaseMember {
-  EntryId id = 0;
+  EntryId id = 0;            // the entry; for a dead member, the entry whose live member is later
   uint64_t start = 0;        // first header byte in the base tar stream
-  uint64_t header_hash = 0;  // XXH3-64 of the regenerated header bytes
+  uint64_t length = 0;       // header(s) + data + padding
+  uint64_t header_hash = 0;  // XXH3-64 of the regenerated header bytes (live members)
+  bool dead = false;
 };
 
-// The shortest run of base frames that starts and ends on member boundaries.
+// The shortest run of base frames that starts and ends on member boundaries. Reusable unless it
+// holds the end-of-archive blocks.
 struct BaseUnit {
   uint32_t first_frame = 0, last_frame = 0;
   uint32_t first_member = 0, member_count = 0;
-  uint64_t start = 0;
+  uint64_t start = 0, bytes = 0;  // in the base tar stream
+  uint64_t dead_bytes = 0;        // of dead members already in it
+  bool reusable = false;
 };
 
 struct BaseLayout {
-  std::vector<BaseMember> members;  // in stream order
-  std::vector<uint32_t> member_of;  // per entry id: index into members, or kNone (not a member)
-  std::vector<EntryId> hot_region;  // the hot prefix, in stream order
-  std::vector<BaseUnit> units;      // only units that hold members and no end-of-archive blocks
-  std::vector<uint32_t> unit_at;    // per member: the reusable unit starting with it, or kNone
+  std::vector<BaseMember> members;  // in stream order, live and dead
+  std::vector<BaseUnit> units;      // in stream order; every member is in exactly one
 };
 
 // The tar member write_archive wrote for entry `e`: the index keeps every header field.
@@ -91,21 +94,18 @@ TarMember base_member_header(const Index& idx, const Entry& e, bool* has_data) {
   return m;
 }
 
-class LayoutBuilder {
+// Version 1 indexes do not record where members start: replay write_archive's order (the hot
+// prefix, then depth-first) to find out. Our own version 1 incremental archives list more hot
+// files than they lay out first; the first that is elsewhere ends the prefix.
+class ReplayV1 {
  public:
-  explicit LayoutBuilder(const Index& idx) : idx_(idx), emitted_(idx.entry_count(), false) {
-    out_.member_of.assign(idx.entry_count(), kNone);
-  }
+  explicit ReplayV1(const Index& idx) : idx_(idx), emitted_(idx.entry_count(), false), start_(idx.entry_count(), kNoMemberOffset) {}
 
-  Result<BaseLayout> build() {
-    // The hot prefix: hot-list files as long as each sits exactly where the replay puts it. Our
-    // own incremental archives list more hot files than they lay out first; the first that is
-    // elsewhere ends the prefix.
+  Result<std::vector<uint64_t>> run() {
     for (EntryId id : idx_.hot_list()) {
       if (id >= idx_.entry_count() || emitted_[id] || idx_.entry(id).type != EntryType::kRegular) break;
       LC_ASSIGN_OR_RETURN(bool placed, emit(id, false));
       if (!placed) break;
-      out_.hot_region.push_back(id);
     }
     std::vector<EntryId> stack{idx_.root()};
     while (!stack.empty()) {
@@ -117,17 +117,11 @@ class LayoutBuilder {
       auto kids = idx_.children(id);
       for (uint32_t i = kids.count; i > 0; --i) stack.push_back(kids.first + i - 1);
     }
-    const uint64_t members_end = pos_;
-    if (members_end + 2 * kTarBlock != idx_.totals().uncompressed_bytes)
-      return unsupported("its members end at " + std::to_string(members_end) + " but the tar stream is " +
-                         std::to_string(idx_.totals().uncompressed_bytes) + " bytes");
-    cut_units(members_end);
-    return std::move(out_);
+    return std::move(start_);
   }
 
  private:
-  // Appends `id` to the replay. With `strict` false a file that is not where the replay would put
-  // it returns false (end of the hot prefix) instead of an error.
+  // With `strict` false a file that is not where the replay would put it returns false.
   Result<bool> emit(EntryId id, bool strict) {
     Entry e = idx_.entry(id);
     if (e.type == EntryType::kRegular && e.link_group != id && (e.link_group >= emitted_.size() || !emitted_[e.link_group])) {
@@ -135,52 +129,82 @@ class LayoutBuilder {
       return unsupported("hardlink " + idx_.path(id) + " comes before its target");
     }
     bool data = false;
-    TarMember m = base_member_header(idx_, e, &data);
-    std::string header = tar_header_bytes(m);
-    if (data && e.data_offset != pos_ + header.size()) {
+    const size_t header = tar_header_bytes(base_member_header(idx_, e, &data)).size();
+    if (data && e.data_offset != pos_ + header) {
       if (!strict) return false;
-      return unsupported(m.path + " is at offset " + std::to_string(e.data_offset) + ", the replay puts it at " +
-                         std::to_string(pos_ + header.size()));
+      return unsupported(idx_.path(id) + " is at offset " + std::to_string(e.data_offset) + ", the replay puts it at " +
+                         std::to_string(pos_ + header));
     }
-    out_.member_of[id] = static_cast<uint32_t>(out_.members.size());
-    out_.members.push_back(BaseMember{id, pos_, hash_of(header)});
+    start_[id] = pos_;
     emitted_[id] = true;
-    pos_ += header.size() + (data ? e.size + tar_padding(e.size) : 0);
+    pos_ += header + (data ? e.size + tar_padding(e.size) : 0);
     return true;
-  }
-
-  void cut_units(uint64_t members_end) {
-    const auto frames = idx_.frames();
-    const auto& members = out_.members;
-    out_.unit_at.assign(members.size(), kNone);
-    uint32_t mi = 0;
-    for (uint32_t f = 0; f < frames.size();) {
-      const uint64_t start = frames[f].uncompressed_offset;
-      while (mi < members.size() && members[mi].start < start) ++mi;
-      const bool clean_start = mi < members.size() && members[mi].start == start;
-      uint32_t last = f, mj = mi;
-      uint64_t end = 0;
-      for (;;) {
-        end = frames[last].uncompressed_offset + frames[last].uncompressed_size;
-        while (mj < members.size() && members[mj].start < end) ++mj;
-        const bool clean_end = (mj < members.size() && members[mj].start == end) || (mj == members.size() && end == members_end);
-        if (clean_end || last + 1 == frames.size()) break;
-        ++last;
-      }
-      if (clean_start && mj > mi && end <= members_end) {
-        out_.unit_at[mi] = static_cast<uint32_t>(out_.units.size());
-        out_.units.push_back(BaseUnit{f, last, mi, mj - mi, start});
-      }
-      f = last + 1;
-      mi = mj;
-    }
   }
 
   const Index& idx_;
   std::vector<bool> emitted_;
+  std::vector<bool> in_tail_;  // written at the end, after every base unit
+  std::vector<bool> forced_;   // directories that must be written at the end (make_plan)
+  std::vector<uint64_t> start_;
   uint64_t pos_ = 0;
-  BaseLayout out_;
 };
+
+Result<BaseLayout> build_layout(const Index& idx) {
+  std::vector<uint64_t> starts(idx.entry_count(), kNoMemberOffset);
+  if (idx.member_offset(0)) {
+    for (EntryId id = 0; id < idx.entry_count(); ++id) starts[id] = *idx.member_offset(id);
+  } else {
+    LC_ASSIGN_OR_RETURN(starts, ReplayV1(idx).run());
+  }
+  BaseLayout out;
+  for (EntryId id = 0; id < idx.entry_count(); ++id) {
+    if (starts[id] == kNoMemberOffset) continue;
+    Entry e = idx.entry(id);
+    bool data = false;
+    const std::string header = tar_header_bytes(base_member_header(idx, e, &data));
+    if (data && e.data_offset != starts[id] + header.size())
+      return unsupported(idx.path(id) + ": its data is not right after its regenerated header");
+    out.members.push_back(BaseMember{id, starts[id], header.size() + (data ? e.size + tar_padding(e.size) : 0), hash_of(header), false});
+  }
+  for (const DeadMember& d : idx.dead_members()) out.members.push_back(BaseMember{d.entry, d.start, d.length, 0, true});
+  std::sort(out.members.begin(), out.members.end(), [](const BaseMember& a, const BaseMember& b) { return a.start < b.start; });
+  uint64_t pos = 0;
+  for (const BaseMember& m : out.members) {
+    if (m.start != pos)
+      return unsupported("the member of " + idx.path(m.id) + " starts at " + std::to_string(m.start) + ", the previous one ends at " +
+                         std::to_string(pos));
+    pos += m.length;
+  }
+  const uint64_t members_end = pos;
+  if (members_end + 2 * kTarBlock != idx.totals().uncompressed_bytes)
+    return unsupported("its members end at " + std::to_string(members_end) + " but the tar stream is " +
+                       std::to_string(idx.totals().uncompressed_bytes) + " bytes");
+
+  const auto frames = idx.frames();
+  const auto& members = out.members;
+  uint32_t mi = 0;
+  for (uint32_t f = 0; f < frames.size();) {
+    uint32_t last = f, mj = mi;
+    uint64_t end = 0;
+    for (;;) {
+      end = frames[last].uncompressed_offset + frames[last].uncompressed_size;
+      while (mj < members.size() && members[mj].start < end) ++mj;
+      const bool clean_end = (mj < members.size() && members[mj].start == end) || (mj == members.size() && end == members_end);
+      if (clean_end || last + 1 == frames.size()) break;
+      ++last;
+    }
+    BaseUnit u{f, last, mi, mj - mi, frames[f].uncompressed_offset, end - frames[f].uncompressed_offset, 0, false};
+    // Every unit starts where the previous one ended on a member boundary, so only the one
+    // holding the end-of-archive blocks (or a stream past the members) is not reusable.
+    u.reusable = mj > mi && end <= members_end && members[mi].start == u.start;
+    for (uint32_t k = mi; k < mj; ++k)
+      if (members[k].dead) u.dead_bytes += members[k].length;
+    out.units.push_back(u);
+    f = last + 1;
+    mi = mj;
+  }
+  return out;
+}
 
 // ---- fetching base frames on a helper thread, one run ahead ----
 
@@ -265,15 +289,17 @@ class FrameStream {
 
 struct NewMember {
   uint32_t node = 0;
-  uint32_t leader = kNone;       // hardlink member: the node whose data it shares
-  uint32_t base_member = kNone;  // the base member with the same header and content
+  uint32_t leader = kNone;  // hardlink member: the node whose data it shares
 };
 
-// One step of the plan: members [first, first + count) of the new order, fresh or one base unit.
+// One step of the plan: a base unit copied as it is, or members packed fresh.
 struct Step {
   bool reuse = false;
   uint32_t unit = 0;
-  uint32_t first = 0, count = 0;
+  std::vector<NewMember> fresh;
+  // reuse: per member of the unit, the node it now belongs to and whether it is dead (already
+  // dead in the base, or superseded by a member packed later).
+  std::vector<std::pair<uint32_t, bool>> nodes;
 };
 
 class IncrementalWriter {
@@ -285,27 +311,18 @@ class IncrementalWriter {
 
   IncrementalStats stats;
 
-  // Plans, writes the data frames and fills the model's offsets, digests and frames.
+  // Plans, writes the data frames and fills the model's offsets, digests, frames and dead members.
   Status run(const std::set<std::string>& changed) {
     index_paths();
     match_base(changed);
     std::vector<uint32_t> learned = resolve_hot_paths(tree_.model, config_.hot_paths);
-    std::vector<uint32_t> physical_hot = place_hot(learned);
-    hot_list_ = physical_hot;
-    std::vector<bool> listed(nodes_.size(), false);
-    for (uint32_t n : physical_hot) listed[n] = true;
-    for (uint32_t n : learned)
-      if (!listed[n]) hot_list_.push_back(n);
-    describe_members(member_order(tree_.model, physical_hot));
-    std::vector<Step> plan = make_plan();
-    for (const Step& s : plan)
-      for (uint32_t i = s.first; s.reuse && i < s.first + s.count; ++i) reused_node_.emplace(members_[i].base_member, members_[i].node);
+    std::vector<Step> plan = make_plan(learned);
     FrameStream fetched(base_, fetch_runs(plan));
     for (const Step& s : plan) {
       if (s.reuse) {
-        LC_RETURN_IF_ERROR(copy_unit(layout_.units[s.unit], fetched));
+        LC_RETURN_IF_ERROR(copy_unit(s, fetched));
       } else {
-        for (uint32_t i = s.first; i < s.first + s.count; ++i) LC_RETURN_IF_ERROR(write_member(members_[i]));
+        for (const NewMember& m : s.fresh) LC_RETURN_IF_ERROR(write_member(m));
       }
     }
     append(tar_end_blocks());
@@ -318,6 +335,7 @@ class IncrementalWriter {
 
   std::vector<FrameInfo> frames;
   std::vector<uint32_t> hot_list_;
+  std::vector<IndexDeadSpec> dead;
   uint64_t hardlinks = 0;
   uint64_t stream_bytes = 0;
   uint64_t compressed_bytes = 0;
@@ -338,64 +356,166 @@ class IncrementalWriter {
     }
   }
 
+  // Which base entry each node is (same path, same type), and which nodes may have new content.
   void match_base(const std::set<std::string>& changed) {
-    base_of_.assign(nodes_.size(), kNone);
+    node_of_base_.assign(idx_.entry_count(), kNone);
     changed_.assign(nodes_.size(), false);
     for (uint32_t id = 1; id < nodes_.size(); ++id) {
       if (nodes_[id].implicit_dir) continue;
       auto b = idx_.lookup_path(paths_[id]);
-      if (b && idx_.entry(*b).type == nodes_[id].type) base_of_[id] = *b;
-      changed_[id] = base_of_[id] == kNone || changed.count(paths_[id]) > 0;
+      const bool in_base = b && idx_.entry(*b).type == nodes_[id].type;
+      if (in_base) node_of_base_[*b] = id;
+      changed_[id] = !in_base || changed.count(paths_[id]) > 0;
     }
   }
 
-  // The physical hot region (see the header): the base's, minus what is gone or changed and no
-  // longer learned, then learned files that are new or changed.
-  std::vector<uint32_t> place_hot(const std::vector<uint32_t>& learned) {
-    std::vector<bool> is_learned(nodes_.size(), false), placed(nodes_.size(), false);
-    for (uint32_t n : learned) is_learned[n] = true;
-    std::map<EntryId, uint32_t> node_of_base;
-    for (uint32_t id = 1; id < nodes_.size(); ++id)
-      if (base_of_[id] != kNone) node_of_base.emplace(base_of_[id], id);
-    std::vector<uint32_t> out;
-    if (learned_order_is_new(learned, node_of_base)) {
+  // The order of the new stream (docs/archive-format.md, "Frames copied from an earlier
+  // archive"): a new learned layout first; then the base's units in base order, each copied
+  // as it is (members that changed left in it as dead members) or, when it cannot be, its
+  // members packed fresh in its place; then everything else (new files and the new versions
+  // of superseded ones) depth-first.
+  //
+  // tar -x sets a directory's mtime once it has extracted the members after the directory's
+  // own member that lie inside it; a member inside it extracted later (one at the end) would
+  // change that mtime again. So the directory of every member at the end is written again at
+  // the end too, before its children (its earlier member becomes dead): planned again until no
+  // directory is added.
+  std::vector<Step> make_plan(const std::vector<uint32_t>& learned) {
+    forced_.assign(nodes_.size(), false);
+    for (;;) {
+      std::vector<Step> plan = plan_once(learned);
+      bool grew = false;
+      for (uint32_t n = 1; n < nodes_.size(); ++n) {
+        const uint32_t p = nodes_[n].parent;
+        if (!in_tail_[n] || p == 0 || nodes_[p].implicit_dir || in_tail_[p]) continue;
+        forced_[p] = true;
+        grew = true;
+      }
+      if (!grew) return plan;
+    }
+  }
+
+  std::vector<Step> plan_once(const std::vector<uint32_t>& learned) {
+    emitted_.assign(nodes_.size(), false);
+    in_tail_.assign(nodes_.size(), false);
+    leaders_.clear();
+    hot_list_.clear();
+    std::vector<Step> plan;
+    auto fresh_step = [&]() -> Step& {
+      if (plan.empty() || plan.back().reuse) plan.push_back(Step{});
+      return plan.back();
+    };
+    const bool relayout = learned_order_is_new(learned);
+    if (relayout) {
       // A job read in an order the base did not lay out: write those files first, in that
       // order, so the next mount prefetches them in a few large range reads (issue 5's learned
-      // layout). Their frames and their neighbours' are recompressed this once; the next save
-      // with the same learned list keeps the layout and reuses them.
-      for (uint32_t n : learned) {
-        if (nodes_[n].type != EntryType::kRegular || placed[n]) continue;
-        placed[n] = true;
-        out.push_back(n);
+      // layout). The units they are taken from are packed again this once; the next save with
+      // the same learned list keeps the layout and reuses them.
+      for (uint32_t n : learned)
+        if (nodes_[n].type == EntryType::kRegular && !emitted_[n]) fresh_step().fresh.push_back(emit(n));
+      hot_list_ = learned;
+    } else {
+      std::set<uint32_t> listed;
+      for (EntryId b : idx_.hot_list()) {
+        const uint32_t n = node_of_base_[b];
+        if (n != kNone && listed.insert(n).second) hot_list_.push_back(n);
       }
-      return out;
+      for (uint32_t n : learned)
+        if (listed.insert(n).second) hot_list_.push_back(n);
     }
-    for (EntryId b : layout_.hot_region) {
-      auto it = node_of_base.find(b);
-      if (it == node_of_base.end()) continue;
-      uint32_t n = it->second;
-      if (nodes_[n].type != EntryType::kRegular || placed[n] || (changed_[n] && !is_learned[n])) continue;
-      placed[n] = true;
-      out.push_back(n);
+    for (uint32_t u = 0; u < layout_.units.size(); ++u) {
+      Step reuse{true, u, {}, {}};
+      if (try_reuse(layout_.units[u], reuse)) {
+        plan.push_back(std::move(reuse));
+        continue;
+      }
+      const BaseUnit& unit = layout_.units[u];
+      for (uint32_t k = unit.first_member; k < unit.first_member + unit.member_count; ++k) {
+        const BaseMember& m = layout_.members[k];
+        const uint32_t n = node_of_base_[m.id];
+        if (!m.dead && n != kNone && !emitted_[n] && !forced_[n]) fresh_step().fresh.push_back(emit(n));
+      }
     }
-    for (uint32_t n : learned) {
-      if (placed[n] || !changed_[n]) continue;
-      placed[n] = true;
-      out.push_back(n);
+    for (uint32_t n : member_order(tree_.model, {})) {
+      if (emitted_[n]) continue;
+      in_tail_[n] = true;
+      fresh_step().fresh.push_back(emit(n));
     }
-    return out;
+    return plan;
+  }
+
+  // Marks `n` written next and picks its hardlink leader as write_archive does (the first name
+  // of the inode in member order).
+  NewMember emit(uint32_t n) {
+    emitted_[n] = true;
+    NewMember m{n, kNone};
+    if (nodes_[n].type == EntryType::kRegular && tree_.stat_nlink[n] > 1) {
+      auto [it, fresh] = leaders_.emplace(tree_.dev_ino[n], n);
+      if (!fresh) m.leader = it->second;
+    }
+    return m;
+  }
+
+  TarMember header_of(uint32_t id, uint32_t leader) const {
+    return node_tar_member(nodes_[id], paths_[id], leader == kNone ? nullptr : &paths_[leader]);
+  }
+
+  // Decides whether base unit `u` can be copied at the current point of the new stream, filling
+  // `step` if so. Every live member must still exist with the same type and not be written yet;
+  // it stays live if its header and content are unchanged, and becomes dead (its new version
+  // goes to the end) if it is a single-link file, a directory or a symlink. Every dead member
+  // must still have a live member to come. At most a quarter of the unit may end up dead: past
+  // that, packing its members again is cheaper than carrying the garbage.
+  bool try_reuse(const BaseUnit& u, Step& step) {
+    if (!u.reusable) return false;
+    std::vector<uint32_t> taken;  // emitted here, undone if the unit is refused
+    auto refuse = [&] {
+      for (uint32_t n : taken) {
+        emitted_[n] = false;
+        auto it = tree_.stat_nlink[n] > 1 ? leaders_.find(tree_.dev_ino[n]) : leaders_.end();
+        if (it != leaders_.end() && it->second == n) leaders_.erase(it);
+      }
+      return false;
+    };
+    uint64_t dead_bytes = 0;
+    for (uint32_t k = u.first_member; k < u.first_member + u.member_count; ++k) {
+      const BaseMember& m = layout_.members[k];
+      const uint32_t n = node_of_base_[m.id];
+      if (n == kNone || emitted_[n]) return refuse();
+      if (m.dead) {
+        dead_bytes += m.length;
+        step.nodes.emplace_back(n, true);
+        continue;
+      }
+      const Entry e = idx_.entry(m.id);
+      const bool single = nodes_[n].type != EntryType::kRegular || (tree_.stat_nlink[n] <= 1 && e.nlink == 1);
+      const uint32_t leader = [&] {
+        if (nodes_[n].type != EntryType::kRegular || tree_.stat_nlink[n] <= 1) return kNone;
+        auto it = leaders_.find(tree_.dev_ino[n]);
+        return it == leaders_.end() ? kNone : it->second;
+      }();
+      if (!changed_[n] && !forced_[n] && hash_of(tar_header_bytes(header_of(n, leader))) == m.header_hash) {
+        taken.push_back(emit(n).node);
+        step.nodes.emplace_back(n, false);
+      } else if (single) {
+        dead_bytes += m.length;
+        step.nodes.emplace_back(n, true);
+      } else {
+        return refuse();
+      }
+    }
+    if (dead_bytes * 4 > u.bytes) return refuse();
+    return true;
   }
 
   // True when `learned` is a new set of files against the base's hot list. Compared as sets with
   // a 10 % tolerance: jobs running steps in parallel read in a slightly different order every
   // time, and laying the files out again for that would recompress them on every save.
-  bool learned_order_is_new(const std::vector<uint32_t>& learned, const std::map<EntryId, uint32_t>& node_of_base) const {
+  bool learned_order_is_new(const std::vector<uint32_t>& learned) const {
     if (learned.empty()) return false;
     std::set<uint32_t> base_hot;
-    for (EntryId b : idx_.hot_list()) {
-      auto it = node_of_base.find(b);
-      if (it != node_of_base.end()) base_hot.insert(it->second);
-    }
+    for (EntryId b : idx_.hot_list())
+      if (node_of_base_[b] != kNone) base_hot.insert(node_of_base_[b]);
     size_t differ = 0;
     std::set<uint32_t> seen;
     for (uint32_t n : learned)
@@ -403,49 +523,6 @@ class IncrementalWriter {
     for (uint32_t n : base_hot)
       if (!seen.count(n)) ++differ;
     return differ * 10 > seen.size();
-  }
-
-  TarMember header_of(uint32_t id, uint32_t leader) const {
-    return node_tar_member(nodes_[id], paths_[id], leader == kNone ? nullptr : &paths_[leader]);
-  }
-
-  // Hardlink leaders as write_archive picks them (first name in member order), and which base
-  // member each new member equals.
-  void describe_members(const std::vector<uint32_t>& order) {
-    std::map<std::pair<uint64_t, uint64_t>, uint32_t> leaders;
-    members_.reserve(order.size());
-    for (uint32_t id : order) {
-      NewMember m{id, kNone, kNone};
-      if (nodes_[id].type == EntryType::kRegular && tree_.stat_nlink[id] > 1) {
-        auto [it, fresh] = leaders.emplace(tree_.dev_ino[id], id);
-        if (!fresh) m.leader = it->second;
-      }
-      if (base_of_[id] != kNone && !changed_[id]) {
-        uint32_t bm = layout_.member_of[base_of_[id]];
-        if (bm != kNone && layout_.members[bm].header_hash == hash_of(tar_header_bytes(header_of(id, m.leader))))
-          m.base_member = bm;
-      }
-      members_.push_back(m);
-    }
-  }
-
-  std::vector<Step> make_plan() const {
-    std::vector<Step> plan;
-    for (uint32_t k = 0; k < members_.size();) {
-      const uint32_t bm = members_[k].base_member;
-      const uint32_t u = bm == kNone ? kNone : layout_.unit_at[bm];
-      bool reuse = u != kNone && k + layout_.units[u].member_count <= members_.size();
-      for (uint32_t t = 0; reuse && t < layout_.units[u].member_count; ++t) reuse = members_[k + t].base_member == bm + t;
-      if (reuse) {
-        plan.push_back(Step{true, u, k, layout_.units[u].member_count});
-        k += layout_.units[u].member_count;
-      } else {
-        if (plan.empty() || plan.back().reuse) plan.push_back(Step{false, 0, k, 0});
-        ++plan.back().count;
-        ++k;
-      }
-    }
-    return plan;
   }
 
   // Consecutive base frames the plan copies, merged into reads of at most kMaxFetchRunBytes
@@ -470,7 +547,8 @@ class IncrementalWriter {
     return runs;
   }
 
-  Status copy_unit(const BaseUnit& u, FrameStream& fetched) {
+  Status copy_unit(const Step& s, FrameStream& fetched) {
+    const BaseUnit& u = layout_.units[s.unit];
     LC_RETURN_IF_ERROR(flush());
     const uint64_t new_start = stream_bytes;
     const auto bf = idx_.frames();
@@ -487,15 +565,28 @@ class IncrementalWriter {
       frames.push_back(info);
       report_progress();
     }
-    // The unit's members keep their base offsets relative to the unit, and their digests.
+    // Live members keep their base offsets relative to the unit, and their digests; dead ones
+    // are recorded so readers and the next save know the bytes are there.
     for (uint32_t t = 0; t < u.member_count; ++t) {
       const BaseMember& bm = layout_.members[u.first_member + t];
+      const auto [node, is_dead] = s.nodes[t];
+      const uint64_t at = bm.start - u.start + new_start;
+      if (is_dead) {
+        dead.push_back(IndexDeadSpec{at, bm.length, node});
+        stats.dead_bytes += bm.length;
+        if (!bm.dead) ++stats.members_superseded;
+        continue;
+      }
+      members_.push_back(NewMember{node, kNone});
+      nodes_[node].member_offset = at;
       Entry e = idx_.entry(bm.id);
-      const uint32_t node = reused_node_.at(u.first_member + t);
       if (e.type == EntryType::kRegular && e.link_group == e.id) {
         nodes_[node].data_offset = e.data_offset - u.start + new_start;
         nodes_[node].content_digest = e.content_digest;
         ++files_done_;
+      } else if (e.type == EntryType::kRegular) {
+        // A hardlink member: its header named the leader, which the plan checked is the same.
+        members_.back().leader = leaders_.at(tree_.dev_ino[node]);
       }
     }
     return Status();
@@ -519,6 +610,8 @@ class IncrementalWriter {
 
   Status write_member(const NewMember& m) {
     IndexNode& n = nodes_[m.node];
+    members_.push_back(m);
+    n.member_offset = stream_bytes;
     append(tar_header_bytes(header_of(m.node, m.leader)));
     if (n.type == EntryType::kRegular && m.leader == kNone) {  // hardlinks: link_groups()
       n.data_offset = stream_bytes;
@@ -587,10 +680,13 @@ class IncrementalWriter {
   const PackConfig& config_;
   const uint64_t target_;
   std::vector<std::string> paths_;
-  std::vector<uint32_t> base_of_;
+  std::vector<uint32_t> node_of_base_;  // per base entry: the node at its path, or kNone
   std::vector<bool> changed_;
-  std::vector<NewMember> members_;
-  std::map<uint32_t, uint32_t> reused_node_;  // base member -> the new node taking its bytes
+  std::vector<bool> emitted_;
+  std::vector<bool> in_tail_;  // written at the end, after every base unit
+  std::vector<bool> forced_;   // directories that must be written at the end (make_plan)
+  std::map<std::pair<uint64_t, uint64_t>, uint32_t> leaders_;  // inode -> first node written
+  std::vector<NewMember> members_;                             // live members in stream order
   std::string cur_;
   uint64_t files_done_ = 0;
   TreeFileOpener opener_{tree_};
@@ -609,7 +705,7 @@ Result<IncrementalStats> write_incremental_archive(const std::vector<PackRoot>& 
   if (config.level < 1 || config.level > 22) return Status(ErrorCode::kInvalidArgument, "zstd level must be between 1 and 22");
   if (!base.index || !base.fetch_frames) return Status(ErrorCode::kInvalidArgument, "incremental save needs a base index and a frame fetcher");
 
-  LC_ASSIGN_OR_RETURN(BaseLayout layout, LayoutBuilder(*base.index).build());
+  LC_ASSIGN_OR_RETURN(BaseLayout layout, build_layout(*base.index));
   LC_ASSIGN_OR_RETURN(ScannedTree tree, scan_for_pack(roots, config.xattrs, config.warn));
 
   IncrementalWriter writer(tree, base, layout, sink, config);
@@ -618,6 +714,7 @@ Result<IncrementalStats> write_incremental_archive(const std::vector<PackRoot>& 
   IndexModel& model = tree.model;
   model.frames = writer.frames;
   model.hot_nodes = writer.hot_list_;
+  model.dead = writer.dead;
   model.tool_version = config.tool_version;
   LC_ASSIGN_OR_RETURN(uint64_t tail_bytes, finish_archive(model, sink, config.level));
 

@@ -77,6 +77,8 @@ struct IncrementalStats {
   uint64_t file_bytes_compressed = 0;      // file content bytes read from the tree and compressed
   uint64_t files_compressed = 0;           // regular file members packed fresh
   uint64_t compressed_bytes_fetched = 0;   // base frame bytes obtained through fetch_frames
+  uint64_t members_superseded = 0;         // members left dead in reused frames by this save
+  uint64_t dead_bytes = 0;                 // tar bytes of dead members in the new archive
   uint32_t fetch_calls = 0;
 };
 

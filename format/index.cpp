@@ -59,8 +59,14 @@ class IndexImpl final : public Index {
   std::span<const EntryId> hot_list() const override { return hot_; }
   const ArchiveTotals& totals() const override { return totals_; }
   std::string_view tool_version() const override { return tool_version_; }
+  std::optional<uint64_t> member_offset(EntryId id) const override {
+    if (member_offsets_offset_ == 0) return std::nullopt;
+    return load_le64(base() + member_offsets_offset_ + uint64_t{id} * 8);
+  }
+  std::span<const DeadMember> dead_members() const override { return dead_; }
 
  private:
+  Status validate_members(uint64_t stream_bytes, uint64_t dead_offset, uint32_t dead_count);
   const std::byte* base() const { return as_bytes_ptr(bytes_); }
   const std::byte* record(EntryId id) const { return base() + kIndexHeaderBytes + uint64_t{id} * kIndexEntryBytes; }
   std::string_view str(uint32_t off, uint32_t len) const {
@@ -79,6 +85,8 @@ class IndexImpl final : public Index {
   std::vector<Root> roots_;
   std::vector<FrameInfo> frames_;
   std::vector<EntryId> hot_;
+  std::vector<DeadMember> dead_;
+  uint64_t member_offsets_offset_ = 0;  // 0: a version 1 index (no member offsets)
   ArchiveTotals totals_;
   std::string_view tool_version_;
 };
@@ -89,7 +97,9 @@ Status IndexImpl::validate() {
   const std::byte* b = base();
   if (load_le32(b) != kIndexMagic) return corrupt("bad magic (not a lazycache index)");
   uint16_t version = load_le16(b + 4);
-  if (version != kIndexVersion) return Status(ErrorCode::kUnsupported, "index: version " + std::to_string(version) + " (this lazycache reads version 1)");
+  if (version < kIndexOldestVersion || version > kIndexVersion)
+    return Status(ErrorCode::kUnsupported, "index: version " + std::to_string(version) + " (this lazycache reads versions " +
+                                               std::to_string(kIndexOldestVersion) + " to " + std::to_string(kIndexVersion) + ")");
   if (load_le16(b + 6) != 0) return Status(ErrorCode::kUnsupported, "index: unknown flags set");
   if (xxh3_64(std::span<const std::byte>(b, total - 8)) != load_le64(b + total - 8)) return corrupt("checksum mismatch");
   if (load_le32(b + 8) != kIndexHeaderBytes || load_le32(b + 12) != kIndexEntryBytes) return corrupt("unexpected header or record size");
@@ -100,13 +110,16 @@ Status IndexImpl::validate() {
   strings_bytes_ = load_le64(b + 40);
   totals_ = ArchiveTotals{load_le64(b + 48), load_le64(b + 56), load_le64(b + 64), load_le64(b + 72), load_le64(b + 80), load_le64(b + 88)};
   uint32_t tool_off = load_le32(b + 96);
+  const uint32_t dead_count = version >= 2 ? load_le32(b + 100) : 0;
   // All sizes in u64: counts are u32 and record sizes small, so no product overflows.
   uint64_t entries_off = kIndexHeaderBytes;
   uint64_t frames_off = entries_off + uint64_t{entry_count_} * kIndexEntryBytes;
   uint64_t roots_off = frames_off + uint64_t{frame_count} * kIndexFrameBytes;
   uint64_t hot_off = roots_off + uint64_t{root_count} * kIndexRootBytes;
   xattrs_offset_ = hot_off + uint64_t{hot_count} * 4;
-  strings_offset_ = xattrs_offset_ + uint64_t{xattr_count_} * kIndexXattrBytes;
+  const uint64_t offsets_off = xattrs_offset_ + uint64_t{xattr_count_} * kIndexXattrBytes;
+  const uint64_t dead_off = offsets_off + (version >= 2 ? uint64_t{entry_count_} * 8 : 0);
+  strings_offset_ = dead_off + uint64_t{dead_count} * kIndexDeadBytes;
   if (strings_bytes_ > total || strings_offset_ + strings_bytes_ + 8 != total) return corrupt("section sizes do not add up to the index size");
   if (entry_count_ == 0) return corrupt("no entries");
   if (!str_ok(tool_off, tool_len)) return corrupt("tool version outside the string table");
@@ -222,6 +235,64 @@ Status IndexImpl::validate() {
       return corrupt("hot list entry " + std::to_string(i) + " is not a regular file");
     hot_.push_back(h);
   }
+  if (version >= 2) {
+    member_offsets_offset_ = offsets_off;
+    LC_RETURN_IF_ERROR(validate_members(stream_bytes, dead_off, dead_count));
+  }
+  return Status();
+}
+
+// Member offsets and dead members: every offset on a block boundary inside the stream, no two
+// members starting at the same offset, no member starting inside a dead member or inside a
+// file's data, and each dead member before its entry's live member. (Whether each member's
+// header really sits there is verify_archive's job: it needs the frames.)
+Status IndexImpl::validate_members(uint64_t stream_bytes, uint64_t dead_off, uint32_t dead_count) {
+  struct Start {
+    uint64_t offset, end;  // end: no other member may start before it
+    bool operator<(const Start& o) const { return offset < o.offset; }
+  };
+  std::vector<Start> starts;
+  starts.reserve(entry_count_ + dead_count);
+  for (EntryId id = 0; id < entry_count_; ++id) {
+    const std::byte* r = record(id);
+    const uint64_t off = *member_offset(id);
+    const bool member = id != 0 && !(std::to_integer<uint8_t>(r[5]) & kEntryFlagImplicitDir);
+    if (!member) {
+      if (off != kNoMemberOffset) return corrupt(describe_entry(id) + ": has a member offset but is not a tar member");
+      continue;
+    }
+    if (off % 512 != 0 || off >= stream_bytes) return corrupt(describe_entry(id) + ": bad member offset " + std::to_string(off));
+    uint64_t end = off + 512;
+    const bool leader = std::to_integer<uint8_t>(r[4]) == static_cast<uint8_t>(EntryType::kRegular) && load_le32(r + 48) == id;
+    if (leader) {
+      const uint64_t data = load_le64(r + 40), size = load_le64(r + 32);
+      if (data < end) return corrupt(describe_entry(id) + ": data starts before the end of its member header");
+      end = data + size;  // in the stream: checked with the entries
+    }
+    starts.push_back(Start{off, end});
+  }
+  uint64_t prev_end = 0;
+  for (uint32_t i = 0; i < dead_count; ++i) {
+    const std::byte* d = base() + dead_off + uint64_t{i} * kIndexDeadBytes;
+    DeadMember m{load_le64(d), load_le64(d + 8), load_le32(d + 16)};
+    const std::string what = "dead member " + std::to_string(i);
+    if (load_le32(d + 20) != 0) return corrupt(what + ": reserved bits set");
+    if (m.start % 512 != 0 || m.length % 512 != 0 || m.length == 0 || m.start > stream_bytes || m.length > stream_bytes - m.start)
+      return corrupt(what + ": bad range");
+    if (m.start < prev_end) return corrupt(what + ": not sorted or overlaps the previous one");
+    if (m.entry == 0 || m.entry >= entry_count_) return corrupt(what + ": entry out of range");
+    const uint64_t live = *member_offset(m.entry);
+    if (live == kNoMemberOffset || m.start + m.length > live)
+      return corrupt(what + " of " + describe_entry(m.entry) + ": does not come before the entry's live member");
+    prev_end = m.start + m.length;
+    starts.push_back(Start{m.start, prev_end});
+    dead_.push_back(m);
+  }
+  std::sort(starts.begin(), starts.end());
+  for (size_t i = 1; i < starts.size(); ++i)
+    if (starts[i].offset < starts[i - 1].end)
+      return corrupt("a member starts at stream offset " + std::to_string(starts[i].offset) + ", inside the member at " +
+                     std::to_string(starts[i - 1].offset));
   return Status();
 }
 

@@ -120,11 +120,31 @@ Result<std::string> serialize_index(IndexModel& model) {
   }
   std::string hot;
   for (uint32_t h : model.hot_nodes) put_le32(hot, id_of[h]);
+  // A model with no member offsets at all (archives forged by hand in tests) is written as
+  // version 1, which has neither section.
+  const bool v1 = model.dead.empty() &&
+                  std::all_of(nodes.begin(), nodes.end(), [](const IndexNode& n) { return n.member_offset == kNoMemberOffset; });
+  std::string member_offsets;
+  member_offsets.reserve(order.size() * 8);
+  for (uint32_t id = 0; id < order.size() && !v1; ++id) {
+    const IndexNode& n = nodes[order[id]];
+    const bool member = id != 0 && !n.implicit_dir;
+    if (member != (n.member_offset != kNoMemberOffset))
+      return Status(ErrorCode::kInternal, "index: node '" + n.name + "' has " + (member ? "no" : "a") + " member offset");
+    put_le64(member_offsets, n.member_offset);
+  }
+  std::string dead;
+  for (const auto& d : model.dead) {
+    put_le64(dead, d.start);
+    put_le64(dead, d.length);
+    put_le32(dead, id_of[d.node]);
+    put_le32(dead, 0);
+  }
   LC_ASSIGN_OR_RETURN(uint32_t tool_off, strings.add(model.tool_version));
 
   std::string out;
   put_le32(out, kIndexMagic);
-  put_le16(out, kIndexVersion);
+  put_le16(out, v1 ? 1 : kIndexVersion);
   put_le16(out, 0);
   put_le32(out, kIndexHeaderBytes);
   put_le32(out, kIndexEntryBytes);
@@ -139,12 +159,15 @@ Result<std::string> serialize_index(IndexModel& model) {
   for (uint64_t v : {t.file_count, t.dir_count, t.symlink_count, t.uncompressed_bytes, t.file_bytes, t.compressed_bytes})
     put_le64(out, v);
   put_le32(out, tool_off);
+  if (!v1) put_le32(out, static_cast<uint32_t>(model.dead.size()));
   out.resize(kIndexHeaderBytes, '\0');
   out += entries;
   out += frames;
   out += roots;
   out += hot;
   out += xattr_records;
+  out += member_offsets;
+  out += dead;
   out += strings.bytes();
   put_le64(out, xxh3_64(std::as_bytes(std::span<const char>(out))));
   return out;

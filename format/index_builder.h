@@ -18,12 +18,16 @@
 namespace lazycache::format {
 
 inline constexpr uint32_t kIndexMagic = 0x5849434C;  // "LCIX" as little-endian bytes
-inline constexpr uint16_t kIndexVersion = 1;
+// Version 2 adds the member offsets and dead members sections (docs/archive-format.md); readers
+// take versions 1 and 2, writers write 2.
+inline constexpr uint16_t kIndexVersion = 2;
+inline constexpr uint16_t kIndexOldestVersion = 1;
 inline constexpr uint32_t kIndexHeaderBytes = 128;
 inline constexpr uint32_t kIndexEntryBytes = 104;
 inline constexpr uint32_t kIndexFrameBytes = 48;
 inline constexpr uint32_t kIndexRootBytes = 24;
 inline constexpr uint32_t kIndexXattrBytes = 16;
+inline constexpr uint32_t kIndexDeadBytes = 24;
 inline constexpr uint32_t kEntryFlagXattrs = 1;
 inline constexpr uint32_t kEntryFlagImplicitDir = 2;
 
@@ -51,6 +55,15 @@ struct IndexNode {
   bool implicit_dir = false;
   uint32_t parent = 0;
   std::vector<uint32_t> children;  // node indices; the builder sorts them by name
+  // Stream offset of the node's tar member (first header byte, pax header included); every
+  // member node must have one, the top and implicit directories keep kNoMemberOffset.
+  uint64_t member_offset = kNoMemberOffset;
+};
+
+// A superseded copy of a node's member earlier in the stream (Index::dead_members).
+struct IndexDeadSpec {
+  uint64_t start = 0, length = 0;
+  uint32_t node = 0;
 };
 
 struct IndexRootSpec {
@@ -63,11 +76,14 @@ struct IndexModel {
   std::vector<IndexRootSpec> roots;
   std::vector<FrameInfo> frames;
   std::vector<uint32_t> hot_nodes;
+  std::vector<IndexDeadSpec> dead;  // sorted by start
   ArchiveTotals totals;
   std::string tool_version;
 };
 
-// Serialises the model into raw index bytes. Errors: kInvalidArgument (too big for u32 fields).
+// Serialises the model into raw index bytes. Errors: kInvalidArgument (too big for u32 fields),
+// kInternal (a member node without a member offset: a writer bug). A model where no node has a
+// member offset (archives forged by hand in tests) is written as version 1.
 Result<std::string> serialize_index(IndexModel& model);
 
 // The bytes of the index frame (skippable header + container) for raw index bytes.

@@ -62,16 +62,34 @@ Result<VerifyStats> verify_archive(const ArchiveReader& reader, const std::funct
   std::vector<bool> data_seen(idx.entry_count(), false);  // per link group leader
   VerifyStats stats;
   std::string buf(1 << 20, '\0');
+  const auto dead = idx.dead_members();
+  size_t next_dead = 0;
+  uint64_t member_start = 0;  // members are contiguous: each starts where the previous ended
   for (;;) {
     LC_ASSIGN_OR_RETURN(auto member, tar.next());
     if (!member) break;
     ++stats.members;
+    const uint64_t start = member_start;
+    member_start = member->data_offset + member->size + tar_padding(member->size);
     auto bad = [&](const std::string& what) { return Status(ErrorCode::kCorrupt, "member " + quote_path(member->path) + ": " + what); };
     auto id = idx.lookup_path(member->path);
     if (!id || *id == idx.root()) return bad("not in the index");
+    if (next_dead < dead.size() && dead[next_dead].start == start) {
+      // A superseded copy: its path must be the dead record's entry, its extent the record's,
+      // and the live member must still be ahead. Its content is never served, so not hashed.
+      const DeadMember& d = dead[next_dead++];
+      if (d.entry != *id) return bad("the index's dead member at offset " + std::to_string(start) + " names another entry");
+      if (member_start != d.start + d.length) return bad("dead member length differs from the index");
+      if (seen[*id]) return bad("dead member after its live member");
+      const char live_type = expected_typeflag(idx.entry(*id));
+      if (member->typeflag != (live_type == '?' ? '0' : live_type)) return bad("dead member of another type than its live member");
+      continue;
+    }
     if (seen[*id]) return bad("appears twice");
     seen[*id] = true;
     Entry e = idx.entry(*id);
+    if (auto off = idx.member_offset(*id); off && *off != start)
+      return bad("starts at stream offset " + std::to_string(start) + ", the index says " + std::to_string(*off));
     if (e.implicit_dir) return bad("index marks it as an implicit directory");
     char want = expected_typeflag(e);
     char got = member->typeflag;
@@ -101,6 +119,7 @@ Result<VerifyStats> verify_archive(const ArchiveReader& reader, const std::funct
     if (!seen[id] && !e.implicit_dir) return Status(ErrorCode::kCorrupt, "entry " + quote_path(idx.path(id)) + " has no tar member");
     if (e.type == EntryType::kRegular && !data_seen[e.link_group]) return Status(ErrorCode::kCorrupt, "entry " + quote_path(idx.path(id)) + " has no data in the tar stream");
   }
+  if (next_dead != dead.size()) return Status(ErrorCode::kCorrupt, "dead member at stream offset " + std::to_string(dead[next_dead].start) + " is not a member boundary");
   // Read the rest (padding after the end marker) so every frame is checked.
   std::byte sink[4096];
   for (;;) {

@@ -182,7 +182,7 @@ TEST_CASE("incremental save after edits, adds, deletes, chmod, rename, hardlink 
   INFO("reused " << inc.stats.frames_reused << ", compressed " << inc.stats.frames_compressed << " of " << base_frames);
   // Every change touches at most a few units: most frames must be reused.
   CHECK(inc.stats.frames_reused * 4 >= base_frames * 3);
-  CHECK(inc.stats.frames_compressed >= 2);  // the changed unit(s) and the end
+  CHECK(inc.stats.frames_compressed >= 1);  // the changes (superseded or packed in place) and the end
   CHECK(inc.stats.compressed_bytes_fetched > 0);
   check_same_as_full_pack(t, t / "inc", "1");
 
@@ -233,6 +233,88 @@ TEST_CASE("a new learned order is laid out first; the next save with the same or
   auto gen2 = incremental(t.path(), t / "inc", {}, t / "inc2", config_with(learned));
   CHECK(gen2.stats.frames_compressed == 1);
   CHECK(slurp(t / "inc2") == slurp(t / "inc"));
+}
+
+// Sum of the sizes of `files` under `root`.
+uint64_t sizes_of(const std::string& root, const std::vector<std::string>& files) {
+  uint64_t total = 0;
+  for (const auto& f : files) {
+    struct stat st;
+    REQUIRE(::stat((root + "/" + f).c_str(), &st) == 0);
+    total += static_cast<uint64_t>(st.st_size);
+  }
+  return total;
+}
+
+TEST_CASE("scattered edits are superseded in place: only the changed files are packed again", "[incremental]") {
+  TempDir t;
+  make_tree(t / "src");
+  pack_paths(t.path(), {"src"}, t / "base", config_with());
+  const size_t base_frames = open_archive(t / "base")->index().frames().size();
+  // One file in every directory: with frame-level reuse alone this would repack most units.
+  std::vector<std::string> edited;
+  std::set<std::string> changed;
+  for (int d = 0; d < 12; ++d) {
+    const std::string rel = "d" + std::to_string(d) + "/f" + std::to_string((d * 7) % 25);
+    write_file(t / ("src/" + rel), pattern(300 + static_cast<size_t>(d) * 11, static_cast<uint64_t>(5000 + d)));
+    edited.push_back(rel);
+    changed.insert("src/" + rel);
+  }
+  auto inc = incremental(t.path(), t / "base", changed, t / "inc");
+  INFO("reused " << inc.stats.frames_reused << " of " << base_frames << ", superseded " << inc.stats.members_superseded);
+  // Mostly the edits alone: a unit that would end up more than a quarter dead (two edits in one
+  // 16 KiB frame) is packed again instead, so allow a couple of units on top.
+  CHECK(inc.stats.members_superseded >= 8);
+  CHECK(inc.stats.file_bytes_compressed >= sizes_of(t / "src", edited));
+  CHECK(inc.stats.file_bytes_compressed <= sizes_of(t / "src", edited) + 2 * kFrame);
+  CHECK(inc.stats.frames_reused + 3 >= base_frames);
+  {
+    auto reader = open_archive(t / "inc");
+    CHECK(reader->index().dead_members().size() == inc.stats.members_superseded);
+  }
+  check_same_as_full_pack(t, t / "inc", "scattered");
+
+  // A file whose old copy is dead in a copied unit is deleted: that unit cannot be copied any
+  // more (tar -x would bring the old copy back), everything else still is.
+  REQUIRE(::unlink((t / ("src/" + edited[3])).c_str()) == 0);
+  auto gen2 = incremental(t.path(), t / "inc", {}, t / "inc2");
+  CHECK(gen2.stats.frames_reused + 3 >= base_frames);
+  check_same_as_full_pack(t, t / "inc2", "deleted");
+
+  // The same files edited save after save: dead copies pile up, but a unit more than a quarter
+  // dead is packed again, so the dead bytes stay bounded and every generation is exact.
+  std::string prev = t / "inc2";
+  for (int gen = 3; gen < 9; ++gen) {
+    std::set<std::string> now;
+    for (size_t i = 0; i < edited.size(); ++i) {
+      if (i == 3) continue;
+      write_file(t / ("src/" + edited[i]), pattern(1200 + static_cast<size_t>(gen) * 13, static_cast<uint64_t>(gen * 100 + i)));
+      now.insert("src/" + edited[i]);
+    }
+    const std::string out = t / ("inc" + std::to_string(gen));
+    auto g = incremental(t.path(), prev, now, out);
+    auto reader = open_archive(out);
+    uint64_t dead = 0;
+    for (const auto& d : reader->index().dead_members()) dead += d.length;
+    INFO("generation " << gen << ": dead " << dead << " of " << reader->index().totals().uncompressed_bytes);
+    CHECK(dead == g.stats.dead_bytes);
+    CHECK(dead * 4 <= reader->index().totals().uncompressed_bytes);
+    prev = out;
+  }
+  check_same_as_full_pack(t, prev, "generations");
+}
+
+TEST_CASE("a new file in an unchanged directory rewrites the directory's member at the end", "[incremental]") {
+  // tar -x would otherwise leave the directory with the extraction time as its mtime.
+  TempDir t;
+  make_tree(t / "src");
+  pin_dir_mtimes(t / "src");
+  pack_paths(t.path(), {"src"}, t / "base", config_with());
+  write_file(t / "src/d5/zz-new", pattern(900, 1));
+  pin_dir_mtimes(t / "src");  // the directory's header is the same as in the base
+  auto inc = incremental(t.path(), t / "base", {"src/d5/zz-new"}, t / "inc");
+  CHECK(inc.stats.members_superseded >= 1);
+  check_same_as_full_pack(t, t / "inc", "newfile");
 }
 
 TEST_CASE("incremental save refuses base frames that fail their digest and commits nothing", "[incremental]") {
