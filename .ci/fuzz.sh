@@ -10,7 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECONDS_EACH=${FUZZ_SECONDS:-60}
-TARGETS=${FUZZ_TARGETS:-"fuzz_seek_table fuzz_index fuzz_tar_reader fuzz_archive fuzz_store_url"}
+TARGETS=${FUZZ_TARGETS:-"fuzz_seek_table fuzz_index fuzz_tar_reader fuzz_archive fuzz_store_url fuzz_sigv4 fuzz_s3_response"}
 B=build-fuzz
 cmake -S . -B $B -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
   -DLC_BUILD_FUZZERS=ON -DLC_SANITIZE=address,undefined -DLC_WERROR=OFF \

@@ -2,6 +2,7 @@
 #include "format/tar.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 #include "format/quote.h"
@@ -212,6 +213,9 @@ Result<int64_t> parse_pax_time(std::string_view v) {
   }
   for (size_t i = 9; i < frac.size(); ++i)
     if (frac[i] < '0' || frac[i] > '9') return corrupt("bad pax time fraction");
+  // Nanoseconds since the epoch fit int64 until 2262: a later (or 11-digit) time is refused
+  // here rather than overflowing.
+  if (s > (INT64_MAX - ns) / 1000000000) return corrupt("pax time '" + std::string(v) + "' out of range");
   int64_t total = s * 1000000000 + ns;
   return negative ? -total : total;
 }

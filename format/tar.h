@@ -69,7 +69,8 @@ Result<TarHeader> parse_tar_header(std::span<const std::byte> block);
 // Parses pax extended-header records "LEN KEY=VALUE\n". Errors: kCorrupt.
 Result<std::vector<std::pair<std::string, std::string>>> parse_pax_records(std::string_view data);
 
-// Parses a pax time "SEC[.FRACTION]" (may be negative) into nanoseconds. Errors: kCorrupt.
+// Parses a pax time "SEC[.FRACTION]" (may be negative) into nanoseconds. Errors: kCorrupt
+// (not a number, or beyond what int64 nanoseconds hold: years past 2262).
 Result<int64_t> parse_pax_time(std::string_view value);
 
 // A member as a reader sees it after applying pax and GNU extensions.

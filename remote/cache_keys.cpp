@@ -61,7 +61,12 @@ Result<std::string> entry_object_key(std::string_view scope, std::string_view ke
     for (unsigned char c : s)
       if (c < 0x20 || c == 0x7f)
         return Status(ErrorCode::kInvalidArgument, "cache key or scope contains a control character");
-  return entry_list_prefix(scope, key) + std::string(kEntrySuffix);
+  // Escaping can triple a key's length: the name must still pass the object key rules (length).
+  std::string name = entry_list_prefix(scope, key) + std::string(kEntrySuffix);
+  if (!check_object_key(name).ok())
+    return Status(ErrorCode::kInvalidArgument, "cache key and scope take " + std::to_string(name.size()) +
+                                                   " bytes once escaped: too long for an object key");
+  return name;
 }
 
 std::string entry_list_prefix(std::string_view scope, std::string_view key_prefix) {

@@ -25,8 +25,8 @@ namespace lazycache::remote {
 inline constexpr std::string_view kEntrySuffix = ".tar.zst";
 
 std::string escape_key_component(std::string_view s);
-// kInvalidArgument for an empty key, a key over 512 bytes, a scope over 256, or a control
-// character in either.
+// kInvalidArgument for an empty key, a key over 512 bytes, a scope over 256, a control
+// character in either, or a name too long for an object key once escaped (a long non-ASCII key).
 Result<std::string> entry_object_key(std::string_view scope, std::string_view key);
 // The list prefix for keys starting with key_prefix (which may be empty: all entries of scope).
 std::string entry_list_prefix(std::string_view scope, std::string_view key_prefix);

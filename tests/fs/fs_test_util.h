@@ -81,9 +81,10 @@ inline std::string pattern(size_t n, uint64_t seed) {
   return out;
 }
 
-// Packs `rel` (relative to `cwd`, so the archive root is named `rel`) into `archive`.
+// Packs `rel` (relative to `cwd`, so the archive root is named `rel`) into `archive`, with
+// `hot_paths` (archive paths) laid out first and recorded as the index hot list.
 inline void pack_tree(const std::string& cwd, const std::vector<std::string>& rels, const std::string& archive,
-                      uint64_t frame_size = 64 << 10) {
+                      uint64_t frame_size = 64 << 10, const std::vector<std::string>& hot_paths = {}) {
   char old[4096];
   if (::getcwd(old, sizeof old) == nullptr || ::chdir(cwd.c_str()) != 0) throw std::runtime_error("chdir " + cwd);
   std::vector<format::PackRoot> roots;
@@ -91,6 +92,7 @@ inline void pack_tree(const std::string& cwd, const std::vector<std::string>& re
   auto sink = LocalFileSink::create(archive);
   format::PackConfig config;
   config.frame_size_bytes = frame_size;
+  config.hot_paths = hot_paths;
   config.warn = [](const std::string&) {};
   auto stats = sink.ok() ? format::write_archive(roots, **sink, config) : Result<format::PackStats>(sink.error());
   if (::chdir(old) != 0 || !stats.ok()) throw std::runtime_error("pack failed: " + stats.status().to_string());
