@@ -214,6 +214,9 @@ class Producer {
 
   Status produce() {
     for (uint32_t id : order_) LC_RETURN_IF_ERROR(write_member(id));
+    // The end-of-archive blocks get a frame of their own, so every frame before them ends on a
+    // member boundary and a later incremental save can copy the last one too.
+    LC_RETURN_IF_ERROR(flush());
     append(tar_end_blocks());
     LC_RETURN_IF_ERROR(flush());
     // Hardlink members share their leader's data; nlink counts the names in the archive.

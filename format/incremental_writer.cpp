@@ -144,7 +144,8 @@ class ReplayV1 {
   const Index& idx_;
   std::vector<bool> emitted_;
   std::vector<bool> in_tail_;  // written at the end, after every base unit
-  std::vector<bool> forced_;   // directories that must be written at the end (make_plan)
+  std::vector<bool> forced_;   // nodes that must be written at the end (make_plan)
+  std::vector<uint32_t> hot_first_;  // a new learned layout: written first at the end
   std::vector<uint64_t> start_;
   uint64_t pos_ = 0;
 };
@@ -325,6 +326,9 @@ class IncrementalWriter {
         for (const NewMember& m : s.fresh) LC_RETURN_IF_ERROR(write_member(m));
       }
     }
+    // The end-of-archive blocks get a frame of their own, so every frame before them ends on a
+    // member boundary and a later incremental save can copy the last one too.
+    LC_RETURN_IF_ERROR(flush());
     append(tar_end_blocks());
     LC_RETURN_IF_ERROR(flush());
     stats.fetch_calls = fetched.calls;
@@ -370,20 +374,40 @@ class IncrementalWriter {
   }
 
   // The order of the new stream (docs/archive-format.md, "Frames copied from an earlier
-  // archive"): a new learned layout first; then the base's units in base order, each copied
-  // as it is (members that changed left in it as dead members) or, when it cannot be, its
-  // members packed fresh in its place; then everything else (new files and the new versions
-  // of superseded ones) depth-first.
+  // archive"): the base's units in base order, each copied as it is (members that changed or
+  // move left in it as dead members) or, when it cannot be, its members packed fresh in its
+  // place; then, at the end, a newly learned hot list in its order, then everything else (new
+  // files and the new versions of superseded ones) depth-first.
   //
   // tar -x sets a directory's mtime once it has extracted the members after the directory's
   // own member that lie inside it; a member inside it extracted later (one at the end) would
   // change that mtime again. So the directory of every member at the end is written again at
-  // the end too, before its children (its earlier member becomes dead): planned again until no
-  // directory is added.
+  // the end too (its earlier member becomes dead): planned again until no directory is added.
   std::vector<Step> make_plan(const std::vector<uint32_t>& learned) {
     forced_.assign(nodes_.size(), false);
+    hot_first_.clear();
+    if (learned_order_is_new(learned)) {
+      // A job read in an order the base did not lay out: those files go together at the end,
+      // in that order, so the next mount prefetches them in a few large range reads (issue 5's
+      // learned layout). Their old members stay behind as dead ones; the next save with the
+      // same learned list keeps the layout.
+      for (uint32_t n : learned) {
+        if (nodes_[n].type != EntryType::kRegular || forced_[n]) continue;
+        forced_[n] = true;
+        hot_first_.push_back(n);
+      }
+      hot_list_ = learned;
+    } else {
+      std::set<uint32_t> listed;
+      for (EntryId b : idx_.hot_list()) {
+        const uint32_t n = node_of_base_[b];
+        if (n != kNone && listed.insert(n).second) hot_list_.push_back(n);
+      }
+      for (uint32_t n : learned)
+        if (listed.insert(n).second) hot_list_.push_back(n);
+    }
     for (;;) {
-      std::vector<Step> plan = plan_once(learned);
+      std::vector<Step> plan = plan_once();
       bool grew = false;
       for (uint32_t n = 1; n < nodes_.size(); ++n) {
         const uint32_t p = nodes_[n].parent;
@@ -395,34 +419,15 @@ class IncrementalWriter {
     }
   }
 
-  std::vector<Step> plan_once(const std::vector<uint32_t>& learned) {
+  std::vector<Step> plan_once() {
     emitted_.assign(nodes_.size(), false);
     in_tail_.assign(nodes_.size(), false);
     leaders_.clear();
-    hot_list_.clear();
     std::vector<Step> plan;
     auto fresh_step = [&]() -> Step& {
       if (plan.empty() || plan.back().reuse) plan.push_back(Step{});
       return plan.back();
     };
-    const bool relayout = learned_order_is_new(learned);
-    if (relayout) {
-      // A job read in an order the base did not lay out: write those files first, in that
-      // order, so the next mount prefetches them in a few large range reads (issue 5's learned
-      // layout). The units they are taken from are packed again this once; the next save with
-      // the same learned list keeps the layout and reuses them.
-      for (uint32_t n : learned)
-        if (nodes_[n].type == EntryType::kRegular && !emitted_[n]) fresh_step().fresh.push_back(emit(n));
-      hot_list_ = learned;
-    } else {
-      std::set<uint32_t> listed;
-      for (EntryId b : idx_.hot_list()) {
-        const uint32_t n = node_of_base_[b];
-        if (n != kNone && listed.insert(n).second) hot_list_.push_back(n);
-      }
-      for (uint32_t n : learned)
-        if (listed.insert(n).second) hot_list_.push_back(n);
-    }
     for (uint32_t u = 0; u < layout_.units.size(); ++u) {
       Step reuse{true, u, {}, {}};
       if (try_reuse(layout_.units[u], reuse)) {
@@ -436,11 +441,13 @@ class IncrementalWriter {
         if (!m.dead && n != kNone && !emitted_[n] && !forced_[n]) fresh_step().fresh.push_back(emit(n));
       }
     }
-    for (uint32_t n : member_order(tree_.model, {})) {
-      if (emitted_[n]) continue;
+    auto to_tail = [&](uint32_t n) {
+      if (emitted_[n]) return;
       in_tail_[n] = true;
       fresh_step().fresh.push_back(emit(n));
-    }
+    };
+    for (uint32_t n : hot_first_) to_tail(n);
+    for (uint32_t n : member_order(tree_.model, {})) to_tail(n);
     return plan;
   }
 
@@ -684,7 +691,8 @@ class IncrementalWriter {
   std::vector<bool> changed_;
   std::vector<bool> emitted_;
   std::vector<bool> in_tail_;  // written at the end, after every base unit
-  std::vector<bool> forced_;   // directories that must be written at the end (make_plan)
+  std::vector<bool> forced_;   // nodes that must be written at the end (make_plan)
+  std::vector<uint32_t> hot_first_;  // a new learned layout: written first at the end
   std::map<std::pair<uint64_t, uint64_t>, uint32_t> leaders_;  // inode -> first node written
   std::vector<NewMember> members_;                             // live members in stream order
   std::string cur_;

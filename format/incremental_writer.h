@@ -7,39 +7,29 @@
 // + index), readable by `zstd -d | tar -x` and by lazycache, and it holds exactly the tree found
 // under `roots` (scanned as write_archive scans it).
 //
-// Why copying frames keeps the stream valid: each zstd frame is independent, and a tar member
-// does not know where it sits in the stream (no offsets in headers; every member is a multiple
-// of 512 bytes). So a run of base frames that starts and ends on member boundaries decodes to
-// the same complete members wherever it is placed. The writer therefore reuses a *unit*: the
-// shortest run of base frames that starts and ends on member boundaries (a big file cut over
-// several frames is one unit), only if
-//   - every member in it is still in the tree with the same tar header bytes (path, type, mode,
-//     owner, mtime, size, link target, xattrs: compared by regenerating both headers), and its
-//     path is not in `changed` (content may differ);
-//   - those members come consecutively, in the same order, in the new member order (so a
-//     hardlink member still follows its target: its header names the target, and the target
-//     is earlier in the new order by construction);
-//   - it does not hold the end-of-archive blocks (the base's last unit is always rewritten).
-// Everything else is packed fresh from the tree, cut into frames with write_archive's rule, and
-// a fresh frame is closed before each reused unit.
+// Why copying frames keeps the stream valid, and the stream order: docs/archive-format.md,
+// "Frames copied from an earlier archive". In short: the writer copies *units* (the shortest
+// runs of base frames that start and end on member boundaries; the last unit, holding the
+// end-of-archive blocks, is always rewritten). A member of a copied unit whose file changed
+// stays as a dead member (the index lists it; `tar -x` replaces it with the file's new member
+// written later) as long as it is a single-link file, a directory or a symlink and at most a
+// quarter of the unit ends up dead; otherwise the unit's members are packed fresh in its place.
+// Every dead member keeps a live member later in the stream (a deleted file's unit is packed
+// again). Order: base units in base order, then at the end a newly learned hot list, then new
+// and changed members depth-first, the directories of members at the end written again there.
 //
-// Member order (and the learned hot list, PackConfig::hot_paths):
-//  - a learned list whose files differ from the base's hot list by more than 10 % (compared as
-//    sets, so jobs whose parallel steps read in a slightly different order each run do not pay
-//    a relayout every save) is laid out first, in the learned order, then everything else depth-first with children
-//    sorted bytewise (as write_archive). This is what makes the next mount fast: its prefetch
-//    reads the job's files in a few large range reads. It costs recompressing the learned files
-//    and the frames they are taken out of, once; the next save with the same learned list
-//    reuses the layout.
-//  - otherwise (no learned list, or the base's own): the base's physical hot region, minus
-//    files that are gone, minus changed files no longer learned; then learned files that are new
-//    or changed; then everything else depth-first. The index hot list is that region followed
-//    by the rest of the learned list.
+// Learned layout (PackConfig::hot_paths): a learned list whose files differ from the base's hot
+// list by more than 10 % (compared as sets, so jobs whose parallel steps read in a slightly
+// different order each run do not pay a relayout every save) is moved together to the end, in
+// the learned order (their old members become dead), and becomes the index hot list; the next
+// mount prefetches that region in a few large range reads. Otherwise the base's hot list is
+// kept, followed by learned files it lacks.
 //
-// The base layout is not stored: it is rebuilt from the base index (hot prefix, then the
-// depth-first walk, regenerating headers) and checked against every regular file's data offset,
-// the frame table and the stream length. Any mismatch gives kUnsupported before anything is
-// written, so the caller can fall back to write_archive.
+// The base layout comes from the base index's member offsets (version 2); for a version 1
+// base it is rebuilt by replaying write_archive's order (hot prefix, then depth-first). Either
+// way it is checked against every regular file's data offset, the frame table and the stream
+// length; a mismatch gives kUnsupported before anything is written, so the caller can fall
+// back to write_archive.
 //
 // Deterministic: the same tree, base, `changed` and config give the same bytes.
 // Blocking. Fresh frames are compressed on the calling thread (they are the small part);

@@ -55,17 +55,22 @@ Filesystem::Filesystem(std::unique_ptr<format::ArchiveReader> reader, std::share
       archive_ahead_(config.archive_readahead),
       opened_(reader_->index().entry_count(), false),
       watchdog_([this](std::stop_token st) { watchdog(st); }) {
-  // The hot region is the prefix of the stream the hot files fill, up to the first hot file
-  // that is not in it (a save that could not move every learned file lists the rest after).
-  uint64_t region_end = 0;
+  // The hot region is the run of the stream the hot files fill (the start of a packed archive,
+  // the end's first part after an incremental save moved them), up to the first hot file that
+  // is not in it (a save that could not move every learned file lists the rest after).
+  uint64_t region_start = 0, region_end = 0;
+  bool first = true;
   for (EntryId id : index().hot_list()) {
     if (id >= index().entry_count()) break;
     const format::Entry e = index().entry(canonical(id));
     if (e.type != format::EntryType::kRegular) continue;
-    if (e.data_offset > region_end + (1 << 20)) break;  // past a gap: no longer the prefix
+    if (first) region_start = region_end = e.data_offset;
+    first = false;
+    if (e.data_offset < region_start || e.data_offset > region_end + (1 << 20)) break;  // past a gap
     region_end = std::max(region_end, e.data_offset + e.size);
   }
-  if (region_end > 0 && !index().frames().empty()) {
+  if (region_end > region_start && !index().frames().empty()) {
+    hot_region_first_frame_ = index().frames_for_range(region_start, 1).first;
     hot_region_last_frame_ = index().frames_for_range(region_end - 1, 1).second;
   }
 }
@@ -276,7 +281,7 @@ void Filesystem::read(uint64_t handle, uint64_t offset, size_t size, ReadCallbac
   FrameSpan across;
   {
     std::lock_guard lock(archive_ahead_mu_);
-    const bool in_hot_region = hot_region_last_frame_ >= 0 && last <= hot_region_last_frame_;
+    const bool in_hot_region = hot_region_last_frame_ >= 0 && first >= hot_region_first_frame_ && last <= hot_region_last_frame_;
     const auto limit = in_hot_region ? static_cast<uint32_t>(hot_region_last_frame_ + 1) : static_cast<uint32_t>(frames.size());
     across = archive_ahead_.on_read(first, last, limit);
   }

@@ -176,10 +176,10 @@ class Filesystem {
 
   std::mutex archive_ahead_mu_;  // guards archive_ahead_
   ArchiveReadAhead archive_ahead_;
-  // The last frame of the learned hot region (files of the index's hot list, laid out first by
+  // The frames of the learned hot region (files of the index's hot list, laid out together by
   // the save that learned them), or -1. Readahead across files inside the region stops at its
   // end: the job that read the region reads little past it.
-  int64_t hot_region_last_frame_ = -1;
+  int64_t hot_region_first_frame_ = -1, hot_region_last_frame_ = -1;
 
   mutable std::mutex access_mu_;  // guards opened_, access_order_
   std::vector<bool> opened_;
