@@ -22,7 +22,8 @@ int run_info(ArgParser& args) {
   for (const auto& f : idx.frames()) max_frame = std::max(max_frame, f.uncompressed_size);
   std::printf("archive:        %s\n", in->reader->source().describe().c_str());
   std::printf("size:           %llu (%s)\n", static_cast<unsigned long long>(archive), human_bytes(archive).c_str());
-  std::printf("format:         lazycache index v1, seekable zstd v0.1.0 with checksums\n");
+  // Version 2 is the one with member offsets (docs/archive-format.md).
+  std::printf("format:         lazycache index v%d, seekable zstd v0.1.0 with checksums\n", idx.member_offset(0).has_value() ? 2 : 1);
   std::printf("written by:     %.*s\n", static_cast<int>(idx.tool_version().size()), idx.tool_version().data());
   std::printf("entries:        %u (%llu files, %llu directories, %llu symlinks)\n", idx.entry_count(), static_cast<unsigned long long>(t.file_count),
               static_cast<unsigned long long>(t.dir_count), static_cast<unsigned long long>(t.symlink_count));
@@ -32,6 +33,12 @@ int run_info(ArgParser& args) {
               human_bytes(t.compressed_bytes).c_str(), t.compressed_bytes ? static_cast<double>(t.uncompressed_bytes) / static_cast<double>(t.compressed_bytes) : 0.0);
   std::printf("index + table:  %s\n", human_bytes(archive - t.compressed_bytes).c_str());
   std::printf("hot list:       %zu files\n", idx.hot_list().size());
+  if (!idx.dead_members().empty()) {
+    uint64_t dead = 0;
+    for (const auto& d : idx.dead_members()) dead += d.length;
+    std::printf("dead members:   %zu (%s, %.1f%% of the tar stream; superseded by later members)\n", idx.dead_members().size(),
+                human_bytes(dead).c_str(), t.uncompressed_bytes ? 100.0 * static_cast<double>(dead) / static_cast<double>(t.uncompressed_bytes) : 0.0);
+  }
   std::printf("roots:\n");
   for (const auto& r : idx.roots()) std::printf("  %s  (member %s)\n", r.original_path.c_str(), r.member_prefix.c_str());
   return kExitOk;
