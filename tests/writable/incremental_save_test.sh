@@ -78,6 +78,9 @@ zstd -q -d < "$W/store/deps-v2.tar.zst" | tar -x -C "$W/restored"
 listing "$W/restored/${P#/}" > "$W/restored.list"
 diff "$W/expected" "$W/restored.list" > "$W/diff" || fail "zstd | tar restore differs from the twin: $(head -5 "$W/diff")"
 "$LC" verify "$W/store/deps-v2.tar.zst" > "$W/out" 2>&1 || fail "verify: $(cat "$W/out")"
+# The chmod'ed file's old member stays behind in its copied frame, superseded (info says so).
+"$LC" info "$W/store/deps-v2.tar.zst" > "$W/out" 2>&1 || fail "info: $(cat "$W/out")"
+grep -q "^dead members: " "$W/out" || fail "no dead members in the incremental entry: $(cat "$W/out")"
 
 # A base that cannot be used (the entry mounted at another path than it was saved from: none of
 # its members can be reused) falls back to a full pack, says why, and still saves.
