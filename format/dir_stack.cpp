@@ -6,7 +6,14 @@
 namespace lazycache::format {
 
 void DirStack::reset(const Index* index, int base_fd, EntryId top) {
-  index_ = index;
+  reset(Tree{[index](EntryId id) { return index->entry(id).parent; },
+             [index](EntryId id) { return std::string(index->entry(id).name); }, index->root()},
+        base_fd, top);
+}
+
+void DirStack::reset(Tree tree, int base_fd, EntryId top) {
+  tree_ = std::move(tree);
+  ready_ = true;
   base_fd_ = base_fd;
   levels_.clear();
   level_of_.clear();
@@ -28,7 +35,7 @@ void DirStack::truncate(size_t size) {
 Status DirStack::push(EntryId id, const Describe& what) {
   const int parent = fd_at(levels_.size() - 1);
   ++openat_calls_;
-  LC_ASSIGN_OR_RETURN(Fd fd, open_dir_below(parent, {std::string(index_->entry(id).name)}, false, what()));
+  LC_ASSIGN_OR_RETURN(Fd fd, open_dir_below(parent, {tree_.name(id)}, false, what()));
   level_of_[id] = levels_.size();
   levels_.push_back(Level{id, std::move(fd)});
   // Leaving the window: keep only checkpoints, so a later jump back reopens few levels.
@@ -44,20 +51,20 @@ Status DirStack::reopen(size_t level, const Describe& what) {
   while (from > 0 && !levels_[from].fd.valid()) --from;
   for (size_t l = from + 1; l <= level; ++l) {
     ++openat_calls_;
-    LC_ASSIGN_OR_RETURN(levels_[l].fd, open_dir_below(fd_at(l - 1), {std::string(index_->entry(levels_[l].id).name)}, false, what()));
+    LC_ASSIGN_OR_RETURN(levels_[l].fd, open_dir_below(fd_at(l - 1), {tree_.name(levels_[l].id)}, false, what()));
   }
   return Status();
 }
 
 Result<int> DirStack::open(EntryId dir, const Describe& what) {
-  if (index_ == nullptr) return Status(ErrorCode::kInternal, "DirStack used before reset");
+  if (!ready_) return Status(ErrorCode::kInternal, "DirStack used before reset");
   // Climb from `dir` to the nearest entry already on the stack (the common ancestor).
   std::vector<EntryId> down;
   EntryId e = dir;
   for (auto it = level_of_.find(e); it == level_of_.end(); it = level_of_.find(e)) {
     down.push_back(e);
-    if (e == index_->root()) return Status(ErrorCode::kInternal, what() + ": not below the extraction target");
-    e = index_->entry(e).parent;
+    if (e == tree_.root) return Status(ErrorCode::kInternal, what() + ": not below the directory being walked");
+    e = tree_.parent(e);
   }
   const size_t common = level_of_.at(e);
   truncate(common + 1);

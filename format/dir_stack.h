@@ -8,7 +8,9 @@
 // Descriptors stay bounded: the deepest kWindow levels are held, and above them only every
 // kWindow-th level (a checkpoint), so at most about 2 * kWindow + depth / kWindow are open; a
 // jump back above the window reopens at most kWindow - 1 levels from the nearest checkpoint.
-// Not thread-safe. Borrows the base descriptor and the index.
+// The tree is either an Index (extraction) or any parent/name view (packing walks the scanned
+// IndexModel with the same stack: format/file_data.h, format/tree_scan.cpp).
+// Not thread-safe. Borrows the base descriptor and the index or view.
 #pragma once
 
 #include <cstdint>
@@ -28,9 +30,17 @@ class DirStack {
   static constexpr size_t kWindow = 64;
   // Names the entry in errors; called only on failure (building a deep path costs O(depth)).
   using Describe = std::function<std::string()>;
+  // A tree as parent links and names. `parent(root) == root`; the functions are called with ids
+  // below `top` only, and must stay valid (and their answers unchanged) until the next reset.
+  struct Tree {
+    std::function<EntryId(EntryId)> parent;
+    std::function<std::string(EntryId)> name;
+    EntryId root = 0;
+  };
 
   // Starts over at `base_fd`, the directory that is entry `top` on disk.
   void reset(const Index* index, int base_fd, EntryId top);
+  void reset(Tree tree, int base_fd, EntryId top);
   // Descriptor of directory entry `dir` (`top` itself or a directory below it), valid until the
   // next call. `what` names the entry in errors (kPermissionDenied for a symlink or
   // non-directory on the way, kNotFound, kIo).
@@ -49,7 +59,8 @@ class DirStack {
   Status push(EntryId id, const Describe& what);
   void truncate(size_t size);
 
-  const Index* index_ = nullptr;
+  Tree tree_;
+  bool ready_ = false;
   int base_fd_ = -1;
   std::vector<Level> levels_;                    // levels_[0] is `top` (its fd: base_fd_)
   std::unordered_map<EntryId, size_t> level_of_;  // entry -> its index in levels_

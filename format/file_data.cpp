@@ -24,16 +24,15 @@ Result<Fd> TreeFileOpener::open(uint32_t id, const std::string& what) {
     if (fd < 0) return errno_status("opening " + root.original_path);
     return Fd(fd);
   }
-  uint32_t parent = nodes[id].parent;
-  if (parent != dir_node_ || !dir_.valid()) {
-    std::vector<std::string> comps;
-    for (uint32_t n = parent; n != root.node; n = nodes[n].parent) comps.push_back(nodes[n].name);
-    std::reverse(comps.begin(), comps.end());
-    LC_ASSIGN_OR_RETURN(Fd root_dir, open_dir_path(root.original_path, false));
-    LC_ASSIGN_OR_RETURN(dir_, open_dir_below(root_dir.get(), comps, false, root.original_path));
-    dir_node_ = parent;
+  if (ri != root_ || !root_dir_.valid()) {
+    LC_ASSIGN_OR_RETURN(root_dir_, open_dir_path(root.original_path, false));
+    root_ = ri;
+    dirs_.reset(DirStack::Tree{[this](EntryId n) { return tree_.model.nodes[n].parent; },
+                               [this](EntryId n) { return tree_.model.nodes[n].name; }, 0},
+                root_dir_.get(), root.node);
   }
-  int fd = ::openat(dir_.get(), nodes[id].name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  LC_ASSIGN_OR_RETURN(int dir, dirs_.open(nodes[id].parent, [&] { return what; }));
+  int fd = ::openat(dir, nodes[id].name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) return errno_status("opening " + what);
   return Fd(fd);
 }

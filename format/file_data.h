@@ -9,15 +9,19 @@
 
 #include "common/status.h"
 #include "format/archive.h"
+#include "format/dir_stack.h"
 #include "format/fs_util.h"
 #include "format/tree_scan.h"
 
 namespace lazycache::format {
 
 // Opens regular files of a ScannedTree read-only, one path component at a time below their root
-// with O_NOFOLLOW (a symlink swapped in after the scan is refused, not followed). Keeps the
-// last parent directory open, so files of one directory cost one openat each.
-// Not thread-safe; `tree` must outlive it.
+// with O_NOFOLLOW (a symlink swapped in after the scan is refused, not followed). The directories
+// on the way are held by a DirStack (format/dir_stack.h): a file next to the previous one costs
+// one openat, a file elsewhere one openat per directory between the two (not one per level from
+// the root: deep trees used to pack in O(depth^2) openat), and at most about
+// 2 * DirStack::kWindow + depth / kWindow descriptors stay open, whatever the tree's size.
+// Not thread-safe; `tree` must outlive it (its nodes may not change while it is used).
 class TreeFileOpener {
  public:
   explicit TreeFileOpener(const ScannedTree& tree) : tree_(tree) {}
@@ -26,8 +30,9 @@ class TreeFileOpener {
 
  private:
   const ScannedTree& tree_;
-  Fd dir_;
-  uint32_t dir_node_ = UINT32_MAX;
+  int32_t root_ = -1;  // the root whose directory root_dir_ holds
+  Fd root_dir_;
+  DirStack dirs_;
 };
 
 struct FileData {

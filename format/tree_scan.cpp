@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cerrno>
 
+#include "format/dir_stack.h"
 #include "format/fs_util.h"
 
 namespace lazycache::format {
@@ -25,6 +26,9 @@ std::string join(const std::vector<std::string>& comps, size_t n) {
   return out;
 }
 
+// Walks depth first. Directories are held by a DirStack, not one descriptor per level of the
+// recursion: a tree 2,000 levels deep would otherwise hold 2,000 descriptors (and more than the
+// open-files limit further down), and each directory is still opened once, relative to its parent.
 class Scanner {
  public:
   Scanner(ScannedTree& t, bool xattrs, const std::function<void(const std::string&)>& warn) : t_(t), xattrs_(xattrs), warn_(warn) {}
@@ -48,22 +52,48 @@ class Scanner {
     n.mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
   }
 
-  // Adds the entry `name` in directory `dirfd` (already lstat-ed) under `parent`.
-  Status add_entry(int dirfd, const std::string& name, const struct stat& st, uint32_t parent, int32_t root, const std::string& path) {
+  // Starts a root's walk: `base_fd` is the directory holding it on disk, model node `parent`.
+  void start(int base_fd, uint32_t parent) {
+    dirs_.reset(DirStack::Tree{[this](EntryId n) { return t_.model.nodes[n].parent; },
+                               [this](EntryId n) { return t_.model.nodes[n].name; }, 0},
+                base_fd, parent);
+  }
+
+  // Adds the entry `name` (already lstat-ed) under directory node `parent`; scans a directory's
+  // contents too.
+  Status add_entry(const std::string& name, const struct stat& st, uint32_t parent, int32_t root, const std::string& path) {
+    LC_ASSIGN_OR_RETURN(uint32_t dir, add_one(name, st, parent, root, path));
+    return dir == kNoDir ? Status() : scan_below(dir, root, path);
+  }
+
+ private:
+  static constexpr uint32_t kNoDir = UINT32_MAX;
+
+  // One directory being listed by scan_below.
+  struct Level {
+    uint32_t node;
+    std::string path;
+    std::vector<std::string> names;  // sorted
+    size_t next = 0;
+  };
+
+  // add_entry without the scan of a directory: returns the new directory's node, else kNoDir.
+  Result<uint32_t> add_one(const std::string& name, const struct stat& st, uint32_t parent, int32_t root, const std::string& path) {
     IndexNode n;
     n.name = name;
     fill_from_stat(n, st);
     if (S_ISREG(st.st_mode)) {
       n.type = EntryType::kRegular;
       n.size = static_cast<uint64_t>(st.st_size);
-      if (xattrs_) LC_RETURN_IF_ERROR(xattrs_of(dirfd, name, O_RDONLY | O_NONBLOCK, path, n));
+      if (xattrs_) LC_RETURN_IF_ERROR(xattrs_of(parent, name, O_RDONLY | O_NONBLOCK, path, n));
       uint32_t id = add_node(std::move(n), parent, root);
       t_.dev_ino[id] = {st.st_dev, st.st_ino};
       t_.stat_nlink[id] = st.st_nlink;
-      return Status();
+      return kNoDir;
     }
     if (S_ISLNK(st.st_mode)) {
       n.type = EntryType::kSymlink;
+      LC_ASSIGN_OR_RETURN(int dirfd, dirs_.open(parent, [&] { return path; }));
       std::string target(static_cast<size_t>(st.st_size) + 1, '\0');
       for (;;) {
         ssize_t len = ::readlinkat(dirfd, name.c_str(), target.data(), target.size());
@@ -77,53 +107,71 @@ class Scanner {
       if (target.empty()) {
         warn_("skipping symlink with an empty target: " + path);
         ++t_.skipped;
-        return Status();
+        return kNoDir;
       }
       n.size = target.size();
       n.symlink_target = std::move(target);
       add_node(std::move(n), parent, root);
-      return Status();
+      return kNoDir;
     }
     if (S_ISDIR(st.st_mode)) {
       n.type = EntryType::kDirectory;
-      int fd = ::openat(dirfd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-      if (fd < 0) return errno_status("opening directory " + path);
-      Fd dir(fd);
-      if (xattrs_) {
-        LC_ASSIGN_OR_RETURN(n.xattrs, read_xattrs(dir.get(), path));
-      }
       uint32_t id = add_node(std::move(n), parent, root);
-      return scan_dir(dir.get(), id, root, path);
+      if (xattrs_) {
+        LC_ASSIGN_OR_RETURN(int fd, dirs_.open(id, [&] { return path; }));
+        LC_ASSIGN_OR_RETURN(auto xattrs, read_xattrs(fd, path));
+        t_.model.nodes[id].xattrs = std::move(xattrs);
+      }
+      return id;
     }
     warn_("skipping " + path + ": sockets, devices and fifos are not archived");
     ++t_.skipped;
-    return Status();
+    return kNoDir;
   }
 
-  Status scan_dir(int dirfd, uint32_t node, int32_t root, const std::string& path) {
+  // Lists directory `node`, sorted by name.
+  Result<std::vector<std::string>> list(uint32_t node, const std::string& path) {
     std::vector<std::string> names;
-    {
-      int fd = ::dup(dirfd);
-      if (fd < 0) return errno_status("dup");
-      DIR* d = ::fdopendir(fd);
-      if (!d) {
-        ::close(fd);
-        return errno_status("reading directory " + path);
-      }
-      errno = 0;
-      while (struct dirent* de = ::readdir(d)) {
-        std::string n = de->d_name;
-        if (n != "." && n != "..") names.push_back(std::move(n));
-        errno = 0;
-      }
-      int err = errno;
-      ::closedir(d);
-      if (err) return errno_status("reading directory " + path, err);
+    LC_ASSIGN_OR_RETURN(int dirfd, dirs_.open(node, [&] { return path; }));
+    int fd = ::dup(dirfd);
+    if (fd < 0) return errno_status("dup");
+    DIR* d = ::fdopendir(fd);
+    if (!d) {
+      ::close(fd);
+      return errno_status("reading directory " + path);
     }
+    errno = 0;
+    while (struct dirent* de = ::readdir(d)) {
+      std::string n = de->d_name;
+      if (n != "." && n != "..") names.push_back(std::move(n));
+      errno = 0;
+    }
+    int err = errno;
+    ::closedir(d);
+    if (err) return errno_status("reading directory " + path, err);
     std::sort(names.begin(), names.end());
-    for (const auto& name : names) {
+    return names;
+  }
+
+  // Depth first below directory `top`, in name order (nodes are numbered in that preorder). An
+  // explicit stack, not recursion: a tree thousands of levels deep would overflow the thread's
+  // stack (it did at 2,000 levels under ASan).
+  Status scan_below(uint32_t top, int32_t root, const std::string& top_path) {
+    std::vector<Level> stack;
+    LC_ASSIGN_OR_RETURN(auto top_names, list(top, top_path));
+    stack.push_back(Level{top, top_path, std::move(top_names)});
+    while (!stack.empty()) {
+      Level& level = stack.back();
+      if (level.next == level.names.size()) {
+        stack.pop_back();
+        continue;
+      }
+      const std::string name = level.names[level.next++];
+      const uint32_t node = level.node;
+      std::string child = level.path + "/" + name;
+      // Again for every child: scanning the previous one moved the stack below this directory.
+      LC_ASSIGN_OR_RETURN(int dirfd, dirs_.open(node, [&] { return stack.back().path; }));
       struct stat st;
-      std::string child = path + "/" + name;
       if (::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
         if (errno == ENOENT) {  // removed while we scanned: not an error for a live cache dir
           warn_("skipping " + child + ": removed during the scan");
@@ -131,12 +179,16 @@ class Scanner {
         }
         return errno_status("lstat " + child);
       }
-      LC_RETURN_IF_ERROR(add_entry(dirfd, name, st, node, root, child));
+      LC_ASSIGN_OR_RETURN(uint32_t dir, add_one(name, st, node, root, child));
+      if (dir == kNoDir) continue;
+      LC_ASSIGN_OR_RETURN(auto names, list(dir, child));
+      stack.push_back(Level{dir, std::move(child), std::move(names)});
     }
     return Status();
   }
 
-  Status xattrs_of(int dirfd, const std::string& name, int flags, const std::string& path, IndexNode& n) {
+  Status xattrs_of(uint32_t parent, const std::string& name, int flags, const std::string& path, IndexNode& n) {
+    LC_ASSIGN_OR_RETURN(int dirfd, dirs_.open(parent, [&] { return path; }));
     int fd = ::openat(dirfd, name.c_str(), flags | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) return errno_status("opening " + path);
     Fd f(fd);
@@ -144,10 +196,10 @@ class Scanner {
     return Status();
   }
 
- private:
   ScannedTree& t_;
   bool xattrs_;
   const std::function<void(const std::string&)>& warn_;
+  DirStack dirs_;
 };
 
 }  // namespace
@@ -247,7 +299,8 @@ Result<ScannedTree> scan_tree(const std::vector<NormalizedRoot>& roots, bool xat
     struct stat st;
     if (::fstatat(dir.get(), comps.back().c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return errno_status("lstat " + r.original_path);
     size_t before = t.model.nodes.size();
-    LC_RETURN_IF_ERROR(s.add_entry(dir.get(), comps.back(), st, parent, static_cast<int32_t>(ri), r.original_path));
+    s.start(dir.get(), parent);
+    LC_RETURN_IF_ERROR(s.add_entry(comps.back(), st, parent, static_cast<int32_t>(ri), r.original_path));
     if (t.model.nodes.size() == before) return Status(ErrorCode::kInvalidArgument, "path " + r.original_path + " is not a file, directory or symlink");
     t.model.roots.push_back(IndexRootSpec{r.original_path, r.member_prefix, static_cast<uint32_t>(before)});
   }

@@ -5,13 +5,16 @@
 #include <fcntl.h>
 #include <lmdb.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 #include <xxhash.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <algorithm>
+#include <iostream>
 #include <map>
 #include <optional>
 
@@ -30,6 +33,48 @@ constexpr size_t kLruBatch = 256;
 // gc() leaves younger files alone: they may be a put() between rename and row insert.
 constexpr int64_t kOrphanGraceSeconds = 60;
 constexpr int64_t kTempGraceSeconds = 3600;
+// The free-space floor by default: 5 % of the filesystem, at most 1 GiB (chunk_cache.h).
+constexpr uint64_t kFloorPercent = 5;
+constexpr uint64_t kFloorCapBytes = 1ull << 30;
+// The lock file is allocated to at least this size before LMDB maps it: LMDB sizes it
+// (maxreaders - 1) * 64-byte reader slots + a 192-byte header; a page of slack on top.
+constexpr uint64_t kLockFileBytes = kMaxReaders * 64ull + 4096;
+
+std::string size_text(uint64_t bytes) {
+  char buf[32];
+  if (bytes >= (1ull << 30)) std::snprintf(buf, sizeof buf, "%.1f GiB", static_cast<double>(bytes) / (1ull << 30));
+  else if (bytes >= (1ull << 20)) std::snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(bytes) / (1ull << 20));
+  else std::snprintf(buf, sizeof buf, "%.1f KiB", static_cast<double>(bytes) / 1024);
+  return buf;
+}
+
+Result<struct statvfs> fs_stat(const std::string& dir) {
+  struct statvfs st;
+  if (::statvfs(dir.c_str(), &st) != 0) return errno_status("statvfs " + dir);
+  return st;
+}
+
+// LMDB maps the lock file shared and writes reader slots through the mapping. If the file's
+// pages have no blocks behind them (LMDB only ftruncates it) and the filesystem is full, such a
+// write is SIGBUS, which would kill the daemon; an allocated file cannot fail that way.
+Status preallocate_lock_file(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return errno_status("chunk cache: create " + path);
+  struct stat st;
+  Status s;
+  if (::fstat(fd, &st) != 0) {
+    s = errno_status("chunk cache: stat " + path);
+  } else {
+    const auto size = std::max<off_t>(st.st_size, static_cast<off_t>(kLockFileBytes));
+    // fallocate(2), not posix_fallocate: glibc's fallback for filesystems without it writes
+    // into a file other processes may be using through their mappings.
+    if (::fallocate(fd, 0, 0, size) != 0 && errno != EOPNOTSUPP) {
+      s = errno_status("chunk cache: allocating the LMDB lock file " + path + " (" + size_text(static_cast<uint64_t>(size)) + ")");
+    }
+  }
+  ::close(fd);
+  return s;
+}
 
 Status lmdb_status(int rc, const std::string& what) {
   ErrorCode code = ErrorCode::kInternal;
@@ -168,19 +213,41 @@ Result<std::shared_ptr<ChunkCache>> ChunkCache::open(const ChunkCacheConfig& con
     existing->max_bytes_ = std::max(existing->max_bytes_, config.max_bytes);
     return existing;
   }
-  std::shared_ptr<ChunkCache> cache(new ChunkCache(real, config.max_bytes));
-  LC_RETURN_IF_ERROR(cache->init().with_context("opening chunk cache " + real));
+  std::shared_ptr<ChunkCache> cache(new ChunkCache(real, config));
+  LC_RETURN_IF_ERROR(cache->init(config).with_context("opening chunk cache " + real));
   registry()[real] = cache;
   return cache;
 }
 
-Status ChunkCache::init() {
+ChunkCache::ChunkCache(std::string dir, const ChunkCacheConfig& config)
+    : dir_(std::move(dir)),
+      max_bytes_(config.max_bytes),
+      warn_(config.warn),
+      now_(config.now),
+      free_bytes_(config.free_bytes) {
+  if (!warn_) warn_ = [](const std::string& line) { std::cerr << "lazycache: " << line << "\n"; };
+  if (!now_) now_ = [] { return CacheWriteBackoff::Clock::now(); };
+  if (!free_bytes_) {
+    free_bytes_ = [this]() -> Result<uint64_t> {
+      LC_ASSIGN_OR_RETURN(struct statvfs st, fs_stat(dir_));
+      return static_cast<uint64_t>(st.f_bavail) * st.f_frsize;
+    };
+  }
+}
+
+Status ChunkCache::init(const ChunkCacheConfig& config) {
+  if (config.min_free_bytes) {
+    min_free_ = *config.min_free_bytes;
+  } else if (auto st = fs_stat(dir_); st.ok()) {
+    min_free_ = std::min(static_cast<uint64_t>(st->f_blocks) * st->f_frsize / 100 * kFloorPercent, kFloorCapBytes);
+  }
   LC_RETURN_IF_ERROR(make_dirs(dir_ + "/tmp"));
   static const char* kHex = "0123456789abcdef";
   for (int i = 0; i < 256; ++i) {
     std::string sub = dir_ + "/blobs/" + kHex[i >> 4] + kHex[i & 15];
     LC_RETURN_IF_ERROR(make_dirs(sub));
   }
+  LC_RETURN_IF_ERROR(preallocate_lock_file(dir_ + "/index.mdb-lock"));
   int rc = mdb_env_create(&env_);
   if (rc != 0) return lmdb_status(rc, "create environment");
   mdb_env_set_mapsize(env_, kMapSizeBytes);
@@ -189,6 +256,8 @@ Status ChunkCache::init() {
   // NOTLS: read transactions are not tied to threads (FUSE and fetch threads come and go).
   // NOMETASYNC: one fsync per commit instead of two; a crash may lose the last commit, never
   // the structure, and a lost row only means a refetch.
+  // Never MDB_WRITEMAP: it ftruncates the data file to the map size and writes through the
+  // mapping, so a full disk would be SIGBUS instead of ENOSPC (chunk_cache.h).
   rc = mdb_env_open(env_, (dir_ + "/index.mdb").c_str(), MDB_NOSUBDIR | MDB_NOTLS | MDB_NOMETASYNC | MDB_NORDAHEAD, 0644);
   if (rc != 0) {
     mdb_env_close(env_);
@@ -338,25 +407,98 @@ Status ChunkCache::evict_locked(void* raw_txn, uint64_t target_bytes, std::vecto
   return put_meta(txn, dbi_meta_, "total", total);
 }
 
-Status ChunkCache::put(const Digest128& digest, std::span<const std::byte> bytes) {
-  if (contains(digest)) {
-    std::lock_guard lock(pending_mu_);
-    pending_.push_back(digest);
-    return Status();
-  }
-  uint64_t n;
+bool ChunkCache::writes_paused() {
+  const auto now = now_();
+  std::lock_guard lock(write_mu_);
+  return backoff_.paused(now);
+}
+
+uint64_t ChunkCache::writes_skipped() const {
+  std::lock_guard lock(write_mu_);
+  return writes_skipped_;
+}
+
+uint64_t ChunkCache::floor_evictions() const {
+  std::lock_guard lock(write_mu_);
+  return floor_evictions_;
+}
+
+Status ChunkCache::write_failed(const Status& failure) {
+  bool started = false;
+  std::chrono::seconds pause{};
   {
-    std::lock_guard lock(pending_mu_);
-    n = ++tmp_counter_;
+    const auto now = now_();
+    std::lock_guard lock(write_mu_);
+    started = backoff_.failed(now);
+    pause = std::chrono::duration_cast<std::chrono::seconds>(backoff_.paused_until() - now);
   }
-  const std::string tmp = dir_ + "/tmp/" + digest_hex(digest) + "." + std::to_string(getpid()) + "." + std::to_string(n);
-  const std::string final_path = blob_path(digest);
-  LC_RETURN_IF_ERROR(write_new_file(tmp, bytes).with_context("chunk cache"));
-  if (::rename(tmp.c_str(), final_path.c_str()) != 0) {
-    Status s = errno_status("chunk cache: rename " + tmp + " to " + final_path);
-    ::unlink(tmp.c_str());
-    return s;
+  if (started) {
+    warn_("chunk cache " + dir_ + ": cannot store frames (" + failure.to_string() + "); not caching for " +
+          std::to_string(pause.count()) + " s, then retrying with a growing pause (at most 5 min); reads are served from the store meanwhile");
   }
+  return failure;
+}
+
+Status ChunkCache::make_room(uint64_t size) {
+  uint64_t free = 0, need = 0;
+  {
+    // The free space is read and the blob's bytes reserved under one lock: fetch threads writing
+    // at once would each see the same free space and pass the floor together.
+    std::lock_guard lock(write_mu_);
+    auto probed = free_bytes_();
+    in_flight_ += size;
+    if (!probed.ok()) return Status();  // unknown: the write itself will tell
+    free = *probed > in_flight_ - size ? *probed - (in_flight_ - size) : 0;
+    if (free >= size + min_free_) return Status();
+    need = size + min_free_ - free;
+  }
+  std::vector<Digest128> evicted;
+  uint64_t freed = 0, total = 0;
+  {
+    auto txn = Txn::begin(env_, true);
+    if (!txn.ok()) {
+      release(size);
+      return txn.error();
+    }
+    total = get_meta(txn->get(), dbi_meta_, "total");
+    if (total < need) {
+      // Evicting all of it would not make room: the disk is full of other files. Keep what we
+      // have (it still serves hits) and pause.
+      release(size);
+      return Status(ErrorCode::kResourceExhausted,
+                    "its filesystem has " + size_text(free) + " free, " + size_text(min_free_) +
+                        " must stay free for other files, and the cache holds only " + size_text(total) + " to evict",
+                    ENOSPC);
+    }
+    Status evicting = evict_locked(txn->get(), total - need, evicted, freed);
+    if (evicting.ok()) evicting = txn->commit();
+    if (!evicting.ok()) {
+      release(size);
+      return evicting;
+    }
+  }
+  for (const Digest128& d : evicted) ::unlink(blob_path(d).c_str());
+  bool first = false;
+  {
+    std::lock_guard lock(write_mu_);
+    floor_evictions_ += evicted.size();
+    first = !floor_warned_;
+    floor_warned_ = true;
+  }
+  if (first) {
+    warn_("chunk cache " + dir_ + ": its filesystem has only " + size_text(free) + " free and " + size_text(min_free_) +
+          " must stay free for other files: evicting older chunks to make room (the cache holds " +
+          size_text(total - freed) + "; its bound is " + size_text(max_bytes_) + ")");
+  }
+  return Status();
+}
+
+void ChunkCache::release(uint64_t size) {
+  std::lock_guard lock(write_mu_);
+  in_flight_ -= std::min(in_flight_, size);
+}
+
+Status ChunkCache::insert_row(const Digest128& digest, uint64_t size) {
   std::vector<Digest128> hits;
   {
     std::lock_guard lock(pending_mu_);
@@ -368,7 +510,7 @@ Status ChunkCache::put(const Digest128& digest, std::span<const std::byte> bytes
     LC_ASSIGN_OR_RETURN(Txn txn, Txn::begin(env_, true));
     LC_RETURN_IF_ERROR(apply_hits(txn.get(), dbi_chunks_, dbi_lru_, dbi_meta_, hits));
     uint64_t seq = get_meta(txn.get(), dbi_meta_, "seq") + 1;
-    Row row{bytes.size(), seq};
+    Row row{size, seq};
     DigestKey dk(digest);
     MDB_val k = dk.val(), v{sizeof(row), &row};
     int rc = mdb_put(txn.get(), dbi_chunks_, &k, &v, MDB_NOOVERWRITE);
@@ -378,11 +520,55 @@ Status ChunkCache::put(const Digest128& digest, std::span<const std::byte> bytes
     MDB_val lv = lk.val(), empty{0, nullptr};
     if ((rc = mdb_put(txn.get(), dbi_lru_, &lv, &empty, 0)) != 0) return lmdb_status(rc, "insert lru");
     LC_RETURN_IF_ERROR(put_meta(txn.get(), dbi_meta_, "seq", seq));
-    LC_RETURN_IF_ERROR(put_meta(txn.get(), dbi_meta_, "total", get_meta(txn.get(), dbi_meta_, "total") + bytes.size()));
+    LC_RETURN_IF_ERROR(put_meta(txn.get(), dbi_meta_, "total", get_meta(txn.get(), dbi_meta_, "total") + size));
     LC_RETURN_IF_ERROR(evict_locked(txn.get(), max_bytes_, evicted, freed));
     LC_RETURN_IF_ERROR(txn.commit());
   }
   for (const Digest128& d : evicted) ::unlink(blob_path(d).c_str());
+  return Status();
+}
+
+Status ChunkCache::put(const Digest128& digest, std::span<const std::byte> bytes) {
+  if (contains(digest)) {
+    std::lock_guard lock(pending_mu_);
+    pending_.push_back(digest);
+    return Status();
+  }
+  {
+    const auto now = now_();
+    std::lock_guard lock(write_mu_);
+    if (backoff_.paused(now)) {
+      ++writes_skipped_;
+      return Status(ErrorCode::kResourceExhausted, "chunk cache " + dir_ + ": writes paused after a failure");
+    }
+  }
+  if (Status room = make_room(bytes.size()); !room.ok()) return write_failed(room);
+  uint64_t n;
+  {
+    std::lock_guard lock(pending_mu_);
+    n = ++tmp_counter_;
+  }
+  const std::string tmp = dir_ + "/tmp/" + digest_hex(digest) + "." + std::to_string(getpid()) + "." + std::to_string(n);
+  const std::string final_path = blob_path(digest);
+  Status written = write_new_file(tmp, bytes).with_context("chunk cache");
+  if (written.ok() && ::rename(tmp.c_str(), final_path.c_str()) != 0) {
+    written = errno_status("chunk cache: rename " + tmp + " to " + final_path);
+    ::unlink(tmp.c_str());
+  }
+  release(bytes.size());  // on disk now (statvfs counts it), or not at all
+  if (!written.ok()) return write_failed(written);
+  if (Status s = insert_row(digest, bytes.size()); !s.ok()) {
+    // No row names the blob (unless another process stored the same digest): remove it now
+    // rather than leave gc() an orphan taking space on a disk that is likely full.
+    if (!contains(digest)) ::unlink(final_path.c_str());
+    return write_failed(s);
+  }
+  bool resumed = false;
+  {
+    std::lock_guard lock(write_mu_);
+    resumed = backoff_.succeeded();
+  }
+  if (resumed) warn_("chunk cache " + dir_ + ": caching resumed");
   return Status();
 }
 
@@ -406,6 +592,10 @@ Result<ChunkCacheGcReport> ChunkCache::gc() {
   }
   for (const Digest128& d : evicted) ::unlink(blob_path(d).c_str());
   report.evicted_chunks = evicted.size();
+  {
+    std::lock_guard lock(write_mu_);
+    backoff_.reset();  // room may have been freed: let the next put try
+  }
 
   const int64_t now = std::time(nullptr);
   // Blobs without a row.
@@ -478,6 +668,8 @@ Status ChunkCache::clear() {
       ::unlink((dir_ + "/blobs/" + sub + "/" + name).c_str());
     }
   }
+  std::lock_guard lock(write_mu_);
+  backoff_.reset();
   return Status();
 }
 

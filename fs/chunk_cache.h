@@ -21,6 +21,19 @@
 // file (removed by gc() after an hour). Blobs are not fsynced: every get() verifies the XXH3-128
 // digest, so a blob torn by a power loss is a miss that is removed and refetched, never wrong bytes.
 //
+// A full disk (issue 7): the cache never takes the last free space of its filesystem. It keeps
+// `min_free_bytes` free for everything else (the build): a put that would leave less first
+// evicts the least recently used chunks to make room, so the cache keeps caching the frames in
+// use at a size the disk can hold (warned once: "its filesystem has only X free"). When its own
+// chunks are too few to make room (other files fill the disk), or a write fails anyway (ENOSPC,
+// quota, MDB_MAP_FULL, EIO), writes pause (CacheWriteBackoff: 30 s, doubling to 5 min) with one
+// warning naming the directory and the reason: put() then returns kResourceExhausted at once,
+// touching nothing on disk, and readers get their frames from the store as before. A write that
+// succeeds again says "caching resumed". LMDB is opened without MDB_WRITEMAP and its lock file
+// is allocated before LMDB maps it: a write through a shared mapping of a file with no block
+// behind it is SIGBUS on a full tmpfs or ext4, not ENOSPC. Without WRITEMAP the 1 GiB map size
+// is address space only (the file grows by writes), so it is not checked against free space.
+//
 // Sharing: any number of processes and threads. LMDB serialises writers across processes; readers
 // never block. The LRU order is approximate: hits are recorded in memory and written in batches.
 // Thread-safe: all methods may be called concurrently. One instance per directory per process
@@ -28,7 +41,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <mutex>
 #include <span>
 #include <string>
@@ -36,6 +51,7 @@
 
 #include "common/status.h"
 #include "format/archive.h"
+#include "fs/cache_write_backoff.h"
 
 struct MDB_env;
 
@@ -47,6 +63,17 @@ struct ChunkCacheConfig {
   std::string dir;
   // 10 GiB: a typical CI runner's spare disk, several times a large node_modules or cargo cache.
   uint64_t max_bytes = 10ull << 30;
+  // Free space kept on the cache's filesystem for other files (see the top of this file).
+  // Default: 5 % of the filesystem, at most 1 GiB (Mountpoint keeps 5 %; the cap keeps a large
+  // disk from idling hundreds of GiB).
+  std::optional<uint64_t> min_free_bytes;
+  // Where the cache's warnings go, one line each without a newline. Default: stderr, prefixed
+  // "lazycache: " (a mount daemon's stderr is its log file).
+  std::function<void(const std::string&)> warn;
+  // Tests: the clock of the write backoff and the free bytes of the cache's filesystem
+  // (defaults: steady_clock, statvfs f_bavail).
+  std::function<CacheWriteBackoff::Clock::time_point()> now;
+  std::function<Result<uint64_t>()> free_bytes;
 };
 
 struct ChunkCacheStats {
@@ -82,8 +109,11 @@ class ChunkCache {
   Result<std::string> get(const Digest128& digest);
   bool contains(const Digest128& digest);
   // Stores `bytes` under `digest` (the caller has verified that they hash to it), then evicts the
-  // least recently used chunks until the total is within max_bytes. Storing a present digest
-  // only records a use. Errors: kIo (disk full and similar), kInternal (LMDB).
+  // least recently used chunks until the total is within max_bytes (and the free-space floor
+  // holds). Storing a present digest only records a use. Errors: kResourceExhausted (no room, or
+  // writes paused after a failure: nothing was written), kIo, kPermissionDenied, kInternal
+  // (LMDB). The cache warns once per episode of failing writes (config.warn), so callers need
+  // not log each failure.
   Status put(const Digest128& digest, std::span<const std::byte> bytes);
   // Writes batched LRU updates. Called by put() and the destructor; call before reporting.
   Status flush();
@@ -98,10 +128,25 @@ class ChunkCache {
   const std::string& dir() const { return dir_; }
   uint64_t max_bytes() const { return max_bytes_; }
   uint64_t corrupt_removed() const;
+  uint64_t min_free_bytes() const { return min_free_; }
+  // True while writes are paused after a failure (see the top of this file).
+  bool writes_paused();
+  // put() calls skipped because writes were paused, and chunks evicted to keep the floor.
+  uint64_t writes_skipped() const;
+  uint64_t floor_evictions() const;
 
  private:
-  ChunkCache(std::string dir, uint64_t max_bytes) : dir_(std::move(dir)), max_bytes_(max_bytes) {}
-  Status init();
+  ChunkCache(std::string dir, const ChunkCacheConfig& config);
+  Status init(const ChunkCacheConfig& config);
+  // Reserves `size` bytes (in_flight_) and evicts older chunks so that storing them leaves
+  // min_free_ free; kResourceExhausted (reservation released) when the cache holds too little
+  // to make room. The caller releases the reservation once the blob is written or failed.
+  Status make_room(uint64_t size);
+  void release(uint64_t size);
+  // Stores the row of a blob already renamed into place, evicting down to max_bytes.
+  Status insert_row(const Digest128& digest, uint64_t size);
+  // Pauses writes after `failure`, warning when this starts an episode; returns `failure`.
+  Status write_failed(const Status& failure);
   std::string blob_path(const Digest128& d) const;
   Status remove_row(const Digest128& d);
   // Evicts within the open write transaction; appends blobs to unlink after commit.
@@ -117,6 +162,17 @@ class ChunkCache {
   std::vector<Digest128> pending_;  // hits not yet written to the lru table
   uint64_t corrupt_removed_ = 0;
   uint64_t tmp_counter_ = 0;  // guarded by pending_mu_
+
+  uint64_t min_free_ = 0;
+  std::function<void(const std::string&)> warn_;
+  std::function<CacheWriteBackoff::Clock::time_point()> now_;
+  std::function<Result<uint64_t>()> free_bytes_;
+  mutable std::mutex write_mu_;  // guards the fields below; never held across I/O
+  CacheWriteBackoff backoff_;
+  bool floor_warned_ = false;
+  uint64_t in_flight_ = 0;  // bytes of blobs being written, not yet seen by statvfs
+  uint64_t writes_skipped_ = 0;
+  uint64_t floor_evictions_ = 0;
 };
 
 // "0123...ef": 32 lowercase hex digits, low 64 bits first (the blob file name).

@@ -318,8 +318,9 @@ void FrameFetcher::process_run(const std::vector<uint32_t>& run, const std::vect
     for (uint32_t f : to_cache) {
       const format::FrameInfo& info = frames_[f];
       auto compressed_bytes = std::as_bytes(std::span(buf.data() + (info.compressed_offset - offset), info.compressed_size));
-      Status put = chunk_cache_->put(info.digest, compressed_bytes);
-      if (!put.ok()) std::cerr << "lazycache: not caching frame " << f << ": " << put.to_string() << "\n";
+      // A failed write is logged by the cache, once per episode (a full disk would otherwise log
+      // a line per frame), and then paused: the frame was served all the same.
+      ignore_error(chunk_cache_->put(info.digest, compressed_bytes), "the chunk cache warns once and backs off");
     }
     i = j;
   }

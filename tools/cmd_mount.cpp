@@ -186,6 +186,11 @@ int run_mount(ArgParser& args) {
   if (!placements.ok()) return fail(placements.error());
 
   auto cache = fs::ChunkCache::open({args.has("cache-dir") ? args.get("cache-dir") : fs::ChunkCache::default_dir(), *cache_size});
+  if (!cache.ok() && cache.error().code() == ErrorCode::kResourceExhausted) {
+    // A full disk must not fail the job: every read goes to the store instead.
+    std::cerr << "lazycache mount: warning: " << cache.error().to_string() << "; mounting without the chunk cache\n";
+    cache = std::shared_ptr<fs::ChunkCache>();
+  }
   if (!cache.ok()) return fail(cache.error());
 
   fs::FilesystemConfig config;
