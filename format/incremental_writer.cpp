@@ -364,11 +364,13 @@ class IncrementalWriter {
   void match_base(const std::set<std::string>& changed) {
     node_of_base_.assign(idx_.entry_count(), kNone);
     changed_.assign(nodes_.size(), false);
+    in_base_.assign(nodes_.size(), false);
     for (uint32_t id = 1; id < nodes_.size(); ++id) {
       if (nodes_[id].implicit_dir) continue;
       auto b = idx_.lookup_path(paths_[id]);
       const bool in_base = b && idx_.entry(*b).type == nodes_[id].type;
       if (in_base) node_of_base_[*b] = id;
+      in_base_[id] = in_base;
       changed_[id] = !in_base || changed.count(paths_[id]) > 0;
     }
   }
@@ -412,6 +414,9 @@ class IncrementalWriter {
       for (uint32_t n = 1; n < nodes_.size(); ++n) {
         const uint32_t p = nodes_[n].parent;
         if (!in_tail_[n] || p == 0 || nodes_[p].implicit_dir || in_tail_[p]) continue;
+        // Extracting a directory that already exists creates nothing in its parent, so it does
+        // not touch the parent's mtime; anything else at the end does.
+        if (nodes_[n].type == EntryType::kDirectory && in_base_[n]) continue;
         forced_[p] = true;
         grew = true;
       }
@@ -689,6 +694,7 @@ class IncrementalWriter {
   std::vector<std::string> paths_;
   std::vector<uint32_t> node_of_base_;  // per base entry: the node at its path, or kNone
   std::vector<bool> changed_;
+  std::vector<bool> in_base_;  // the base has an entry of the same type at the node's path
   std::vector<bool> emitted_;
   std::vector<bool> in_tail_;  // written at the end, after every base unit
   std::vector<bool> forced_;   // nodes that must be written at the end (make_plan)
