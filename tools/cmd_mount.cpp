@@ -162,7 +162,7 @@ int run_mount(ArgParser& args) {
         if (!s.ok()) return fail(s);
       }
       for (const auto& p : paths) {
-        SaveRecord rec{p, entry->primary_key, args.get("scope"), false, 0, "", recorded_store_args(args)};
+        SaveRecord rec{p, entry->primary_key, args.get("scope"), false, 0, "", recorded_store_args(args), ""};
         Status recorded = write_save_record(rec);
         if (!recorded.ok()) return fail(recorded.with_context("recording the key for unmount --save"));
       }
@@ -175,7 +175,7 @@ int run_mount(ArgParser& args) {
     source = open_entry_source(*store, entry->match->object);
     info.archive = (*store)->describe() + " " + entry->match->object.key;
     info.key = entry->match->key;
-    record = SaveRecord{"", entry->primary_key, args.get("scope"), entry->cache_hit(), ::getpid(), "", recorded_store_args(args)};
+    record = SaveRecord{"", entry->primary_key, args.get("scope"), entry->cache_hit(), ::getpid(), "", recorded_store_args(args), ""};
   }
 
   auto counting = std::make_shared<CountingSource>(source);
@@ -234,6 +234,7 @@ int run_mount(ArgParser& args) {
       SaveRecord r = *record;
       r.path = pl.path;
       r.state_dir = state_dir;
+      r.cache_dir = absolute_path(cache_dir);  // the incremental save reads base frames from it
       Status recorded = write_save_record(r);
       if (!recorded.ok()) return fail(recorded.with_context("recording the key for unmount --save"));
     }

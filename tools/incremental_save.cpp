@@ -34,10 +34,10 @@ Result<std::string> mounted_key(const std::vector<SaveRecord>& records) {
   return *key;
 }
 
-// The chunk cache the mounts filled, if this machine has one: read only (frames the job never
-// read are not worth keeping), and never created by a save.
-std::shared_ptr<fs::ChunkCache> existing_chunk_cache() {
-  const std::string dir = fs::ChunkCache::default_dir();
+// The chunk cache the mounts filled (the one their daemon used, else the default), if it exists:
+// read only (frames the job never read are not worth keeping), and never created by a save.
+std::shared_ptr<fs::ChunkCache> existing_chunk_cache(const std::string& recorded) {
+  const std::string dir = recorded.empty() ? fs::ChunkCache::default_dir() : recorded;
   struct stat st;
   if (::stat((dir + "/index.mdb").c_str(), &st) != 0) return nullptr;
   auto cache = fs::ChunkCache::open({dir});
@@ -74,7 +74,7 @@ Result<IncrementalSaveCounts> save_incremental(const std::vector<SaveRecord>& re
   if (!any_in_base)
     return Status(ErrorCode::kUnsupported, "the mounted entry holds none of the saved paths (restored elsewhere)");
 
-  auto cache = existing_chunk_cache();
+  auto cache = existing_chunk_cache(records.front().cache_dir);
   std::atomic<uint32_t> from_cache{0}, from_store{0};
   format::IncrementalBase base;
   base.index = index;

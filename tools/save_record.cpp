@@ -12,7 +12,7 @@ namespace lazycache::cli {
 std::string SaveRecord::to_text() const {
   std::ostringstream out;
   out << "path=" << path << "\nprimary_key=" << primary_key << "\nscope=" << scope << "\nexact_hit=" << (exact_hit ? 1 : 0)
-      << "\npid=" << pid << "\nstate_dir=" << state_dir << "\n";
+      << "\npid=" << pid << "\nstate_dir=" << state_dir << "\ncache_dir=" << cache_dir << "\n";
   for (const auto& a : store_args) out << "store_arg=" << a << "\n";
   return out.str();
 }
@@ -31,6 +31,7 @@ Result<SaveRecord> SaveRecord::parse(const std::string& text) {
     else if (k == "exact_hit") r.exact_hit = v == "1";
     else if (k == "pid") r.pid = static_cast<pid_t>(std::atol(v.c_str()));
     else if (k == "state_dir") r.state_dir = v;
+    else if (k == "cache_dir") r.cache_dir = v;
     else if (k == "store_arg") r.store_args.push_back(v);
   }
   if (r.path.empty() || r.primary_key.empty()) return Status(ErrorCode::kCorrupt, "save record without a path or key");

@@ -23,6 +23,7 @@ struct SaveRecord {
   pid_t pid = 0;            // the mount daemon; 0 on a miss
   std::string state_dir;    // the overlay's state (upper/ + work/); empty on a miss or --read-only
   std::vector<std::string> store_args;  // "--store=URL", "--path-style", ... as given to mount
+  std::string cache_dir;                // the daemon's chunk cache (absolute); empty: the default
 
   std::string to_text() const;
   static Result<SaveRecord> parse(const std::string& text);

@@ -35,7 +35,9 @@ zstd -q -d < "$W/store/deps-v1.tar.zst" | tar -x -C "$W/twin"
 T=$W/twin/${P#/}
 rm -rf "$P" && mkdir -p "$P"
 
-"$LC" mount --key deps-v2 --restore-keys deps- "$P" > "$W/out"
+# A chunk cache of its own (not $LAZYCACHE_CACHE_DIR): unmount --save must read base frames
+# from the one the daemon used.
+"$LC" mount --key deps-v2 --restore-keys deps- --cache-dir "$W/job-cache" "$P" > "$W/out"
 grep -q "cache-matched-key=deps-v1" "$W/out" || fail "restore-key mount: $(cat "$W/out")"
 cat "$P"/pkg-03/lib/f00*.js > /dev/null  # the job reads a little
 # ~1 % of the files: 30 rewritten in one package (as an upgrade does), 10 new, 1 deleted, 1 chmod.
@@ -71,6 +73,7 @@ echo "changed ${changed_bytes} B of ${total} B; compressed ${compressed_bytes} B
 [ "$reused" -ge $((compressed * 10)) ] || fail "too few frames reused: $line"
 [ $((from_cache + from_store)) -eq "$reused" ] || fail "every reused frame comes from the cache or the store: $line"
 [ "$from_store" -gt 0 ] || fail "frames the job never read must come from the store: $line"
+[ "$from_cache" -gt 0 ] || fail "frames the job read must come from the mount's chunk cache ($W/job-cache): $line"
 
 listing "$T" > "$W/expected"
 mkdir "$W/restored"
