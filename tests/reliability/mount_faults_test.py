@@ -46,6 +46,13 @@ SCENARIOS = [
     ("bad_content_range", {"fault": "bad_range", "shift": 512}),
     ("object_replaced", {"fault": "replace"}),
 ]
+# Faults that retries do not absorb even when they last for two requests only, by design: a
+# stall longer than the read timeout (the read fails in time; the stuck fetch is replaced for
+# later reads), 403 ExpiredToken (credentials: fail at once with EACCES, recover when valid ones
+# return), a wrong Content-Range and a replaced object (412: the entry changed under the mount).
+# For these a transient fault must still fail within the deadline, never with wrong bytes, and
+# every file must read correctly once it clears.
+NOT_RETRIED = {"stall_then_close", "expired_403", "bad_content_range", "object_replaced"}
 QUICK = {("reset", "transient"), ("stall_then_close", "persistent"), ("http_503_retry_after", "transient"),
          ("expired_403", "persistent"), ("flipped_bits", "persistent"), ("object_replaced", "persistent"),
          ("truncated", "transient"), ("bad_content_range", "persistent")}
@@ -83,7 +90,7 @@ def mount_scenario(h, store_url, name, fault, mode, failures):
                 failures.append("%s/%s: WRONG BYTES from %s" % (name, mode, rel))
             if status != "ok":
                 failed.append(rel)
-        if mode == "transient" and failed:
+        if mode == "transient" and failed and name not in NOT_RETRIED:
             failures.append("%s/%s: transient fault not absorbed by retries: %s failed" % (name, mode, failed))
         # Faults gone (credentials back, server healthy): the same daemon serves the other files...
         h.plan([])
@@ -136,7 +143,7 @@ def extract_scenario(h, store_url, name, fault, mode, failures):
             failures.append("extract %s/%s: exit 0 but missing %s" % (name, mode, missing))
     elif not p.stderr.strip():
         failures.append("extract %s/%s: failed without a message" % (name, mode))
-    elif mode == "transient":
+    elif mode == "transient" and name not in NOT_RETRIED:
         failures.append("extract %s/%s: transient fault not absorbed: %s" % (name, mode, p.stderr.strip()))
     print("extract %-20s %-10s exit %d in %.1fs %s" % (name, mode, p.returncode, took,
                                                        p.stderr.strip().splitlines()[-1:] if p.returncode else ""), flush=True)
