@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # ThreadSanitizer run of the concurrent code: builds build-tsan (LC_SANITIZE=thread) and runs
-# every CTest labelled "concurrency" (fetchers, caches, stores, the fault-injection doubles).
+# every CTest labelled "concurrency" (the frame fetcher, chunk cache and Filesystem of
+# fs_unit_test, the chunk cache under a full disk, stores, the fault-injection doubles).
 # TSan and ASan cannot share a build, hence the separate directory. Env: TSAN_JOBS (default 2).
 # Only the test binaries carrying the label are built, so the cost follows the label's users.
 set -euo pipefail
