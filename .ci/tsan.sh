@@ -8,7 +8,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=${TSAN_BUILD:-build-tsan}
-cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS="-O1" -DLC_SANITIZE=thread -DLC_WERROR=ON >/dev/null
+# -Wno-maybe-uninitialized: GCC 12 with -fsanitize=thread -O1 reports a false positive inside
+# std::variant (Result<T>) in fs/frame_fetcher.cpp; every other warning stays an error.
+cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS="-O1 -Wno-maybe-uninitialized" -DLC_SANITIZE=thread -DLC_WERROR=ON >/dev/null
 # Tests labelled "concurrency" whose name is a build target (lc_add_test names the binary after
 # the test); ctest cannot report commands of binaries not built yet.
 known=$(cmake --build "$B" --target help | sed -n 's/^\.\.\. \([A-Za-z0-9_.-]*\).*/\1/p')
