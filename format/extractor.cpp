@@ -23,6 +23,7 @@
 #include <set>
 #include <string_view>
 #include <thread>
+#include <unordered_map>
 
 #include "format/dir_stack.h"
 #include "format/fs_util.h"
@@ -225,9 +226,26 @@ class Extractor {
     bool base = !t.is_dir || idx_.entry(it.id).parent == cfg_.targets[it.target].entry;
     created_.push_back(Created{it.target, base ? 0 : idx_.entry(it.id).parent, base, leaf_name(it)});
   }
+  // Names in a directory that existed before this run, with their d_type, read once by
+  // sweep_temporaries(): a file whose name is taken goes the temp-name + rename way at once, one
+  // that is not is linked straight in (no failing linkat or mkdirat per entry of a re-extract).
+  using Listing = std::unordered_map<std::string, unsigned char>;
+  static constexpr EntryId kBaseKey = UINT32_MAX;  // listing key of a non-directory target's directory
+  const Listing* parent_listing(const Item& it) const {
+    auto f = listings_.find({it.target, targets_[it.target].is_dir ? idx_.entry(it.id).parent : kBaseKey});
+    return f == listings_.end() ? nullptr : &f->second;
+  }
+  bool name_taken(const Item& it) const {
+    const Listing* l = parent_listing(it);
+    return l != nullptr && l->count(leaf_name(it)) > 0;
+  }
   // Puts the finished temporary `tmp` (in `dir`) at `leaf`; records the name when it is new.
   Status rename_into_place(int dir, const std::string& tmp, const Item& it) {
     const std::string leaf = leaf_name(it);
+    if (name_taken(it)) {
+      if (::renameat(dir, tmp.c_str(), dir, leaf.c_str()) != 0) return errno_status("renaming into place " + entry_label(it));
+      return Status();
+    }
     if (::renameat2(dir, tmp.c_str(), dir, leaf.c_str(), RENAME_NOREPLACE) == 0) {
       note_created(it);
       return Status();
@@ -236,7 +254,7 @@ class Extractor {
     if ((errno == EEXIST || errno == EINVAL || errno == ENOSYS) && ::renameat(dir, tmp.c_str(), dir, leaf.c_str()) == 0) return Status();
     return errno_status("renaming into place " + entry_label(it));
   }
-  void sweep_temporaries(int dirfd);
+  void sweep_temporaries(int dirfd, Listing& names);
   bool xattr_wanted(const std::string& name) const {
     if (name.rfind("user.", 0) == 0) return true;
     for (const auto& p : cfg_.xattrs_include)
@@ -287,6 +305,7 @@ class Extractor {
   uint64_t tmp_counter_ = 0;
   bool tmpfile_ok_ = true;              // O_TMPFILE works here (else named temporaries)
   std::set<EntryId> made_dirs_;         // directories this run created
+  std::map<std::pair<uint32_t, EntryId>, Listing> listings_;  // (target, directory entry)
   std::vector<Created> created_;        // see note_created()
   ExtractStats stats_;
   ExtractProgress progress_;
@@ -304,13 +323,13 @@ Status Extractor::open_targets() {
       struct stat st;
       out.created = ::stat(t.dest_path.c_str(), &st) != 0 && errno == ENOENT;
       LC_ASSIGN_OR_RETURN(out.base, open_dir_path(t.dest_path, true));
-      if (!out.created) sweep_temporaries(out.base.get());
+      if (!out.created) sweep_temporaries(out.base.get(), listings_[{static_cast<uint32_t>(targets_.size()), t.entry}]);
     } else {
       auto [parent, leaf] = split_destination(t.dest_path);
       out.leaf = leaf;
       if (out.leaf.empty() || out.leaf == "." || out.leaf == "..") return Status(ErrorCode::kInvalidArgument, "bad destination " + t.dest_path);
       LC_ASSIGN_OR_RETURN(out.base, open_dir_path(parent, true));
-      sweep_temporaries(out.base.get());
+      sweep_temporaries(out.base.get(), listings_[{static_cast<uint32_t>(targets_.size()), kBaseKey}]);
     }
     targets_.push_back(std::move(out));
   }
@@ -364,11 +383,14 @@ Status Extractor::make_dirs() {
     if (it.id == cfg_.targets[it.target].entry) continue;  // the target directory itself exists already
     LC_ASSIGN_OR_RETURN(int dir, parent_dir(it));
     std::string name = leaf_name(it);
-    if (::mkdirat(dir, name.c_str(), 0700) == 0) {
+    const Listing* seen = parent_listing(it);
+    auto known = seen ? seen->find(name) : Listing::const_iterator();
+    const bool known_dir = seen && known != seen->end() && known->second == DT_DIR;
+    if (!known_dir && ::mkdirat(dir, name.c_str(), 0700) == 0) {
       note_created(it);
       made_dirs_.insert(it.id);
     } else {
-      if (errno != EEXIST) return errno_status("creating directory for " + entry_label(it));
+      if (!known_dir && errno != EEXIST) return errno_status("creating directory for " + entry_label(it));
       struct stat st;
       if (::fstatat(dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return errno_status("lstat for " + entry_label(it));
       if (!S_ISDIR(st.st_mode))
@@ -377,7 +399,7 @@ Status Extractor::make_dirs() {
       if ((st.st_mode & 0700) != 0700 && !e.implicit_dir && !it.create_only) ::fchmodat(dir, name.c_str(), (st.st_mode & 07777) | 0700, 0);
       // An existing directory may hold a temporary of an extract killed -9 (a new one cannot).
       LC_ASSIGN_OR_RETURN(int existing, dir_fd(it.target, it.id, it));
-      sweep_temporaries(existing);
+      sweep_temporaries(existing, listings_[{it.target, it.id}]);
     }
     ++stats_.dirs;
   }
@@ -391,7 +413,7 @@ Status Extractor::start_file(const Item& it, ActiveFile& af) {
   if (!af.dir.valid()) return errno_status("dup");
   af.tmp.clear();
   int fd = -1;
-  if (tmpfile_ok_) {
+  if (tmpfile_ok_ && !name_taken(it)) {
     // Unnamed until complete: a kill -9 leaves nothing behind (the kernel frees it).
     fd = ::openat(af.dir.get(), ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
     if (fd < 0 && (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL)) tmpfile_ok_ = false;
@@ -649,23 +671,27 @@ Status Extractor::link_tmpfile(ActiveFile& af, const Item& it) {
   return Status();
 }
 
-void Extractor::sweep_temporaries(int dirfd) {
-  int fd = ::openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return;
-  DIR* d = ::fdopendir(fd);
-  if (!d) {
-    ::close(fd);
-    return;
-  }
+void Extractor::sweep_temporaries(int dirfd, Listing& names) {
+  // getdents64 on the walk's own descriptor (nothing else reads it): fdopendir would cost an
+  // openat and an fstat more per directory.
+  alignas(8) char buf[32 * 1024];
   std::vector<std::string> stale;
-  while (struct dirent* de = ::readdir(d)) {
-    long pid = extract_temporary_pid(de->d_name);
-    // A live PID may be another extract at work here (or a reused PID: then it stays, harmless).
-    if (pid != 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) stale.emplace_back(de->d_name);
+  for (;;) {
+    ssize_t n = ::getdents64(dirfd, buf, sizeof buf);
+    if (n <= 0) break;  // an unreadable directory: nothing known, nothing swept
+    for (ssize_t off = 0; off < n;) {
+      const auto* de = reinterpret_cast<const struct dirent64*>(buf + off);
+      off += de->d_reclen;
+      std::string_view name = de->d_name;
+      if (name == "." || name == "..") continue;
+      long pid = extract_temporary_pid(name);
+      // A live PID may be another extract at work here (or a reused PID: then it stays, harmless).
+      if (pid != 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) stale.emplace_back(name);
+      else names.emplace(name, de->d_type);
+    }
   }
   for (const auto& n : stale)
-    if (::unlinkat(::dirfd(d), n.c_str(), 0) == 0) ++stats_.stale_temporaries;
-  ::closedir(d);
+    if (::unlinkat(dirfd, n.c_str(), 0) == 0) ++stats_.stale_temporaries;
 }
 
 namespace {

@@ -20,7 +20,8 @@
 // archive's own symlinks (up -> .., esc -> up/../..), not just the ".." in the link text.
 // Each file is written as an unnamed O_TMPFILE in its directory and linked under its final name
 // once its content digest matches (a file that already exists: linked under a temporary name,
-// then renamed over it); where O_TMPFILE is unsupported, a named temporary
+// then renamed over it: the directory's listing, read once for the sweep below, says which names
+// are taken); where O_TMPFILE is unsupported, a named temporary
 // (".lazycache-tmp.PID.N") is renamed instead, and temporaries of dead writers (a kill -9) are
 // removed from the directories extract writes. A failed extract removes the names it created
 // (files, symlinks and whole directories it made): nothing half-restored stays under a final name.
