@@ -785,6 +785,8 @@ Status Extractor::finish_dirs() {
 
 Result<ExtractStats> Extractor::run() {
   auto start = std::chrono::steady_clock::now();
+  // linkat(2) of an O_TMPFILE goes through /proc/self/fd (absent in some chroots and containers).
+  tmpfile_ok_ = cfg_.unnamed_temporaries && ::access("/proc/self/fd", X_OK) == 0;
   Status st = open_targets();
   if (st.ok()) st = select_items();
   if (st.ok()) st = check_symlinks();  // before anything is written

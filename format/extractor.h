@@ -66,6 +66,9 @@ struct ExtractConfig {
   // security.* (file capabilities) and trusted.* are restored only when named here: an archive
   // must not grant capabilities because root extracted it.
   std::vector<std::string> xattrs_include;
+  // Files as unnamed O_TMPFILEs linked into place (see above); false: named temporaries renamed
+  // into place, the fallback used anyway where O_TMPFILE or /proc/self/fd is missing.
+  bool unnamed_temporaries = true;
   std::function<void(const ExtractProgress&)> progress;  // from the calling thread
   std::function<void(const std::string&)> warn;          // default: stderr
 };

@@ -107,6 +107,29 @@ TEST_CASE("temporaries of a killed extract are removed by the next one, never pa
   CHECK_THAT(warnings[0], Catch::Contains("interrupted extract"));
 }
 
+TEST_CASE("both ways of writing files give the same tree and leave no temporary", "[format][safety]") {
+  TempDir src, work;
+  REQUIRE(::mkdir((src / "r").c_str(), 0755) == 0);
+  write_file(src / "r/a", "alpha", 0640);
+  write_file(src / "r/b", pattern(200 * 1024, 5), 0755);
+  write_file(src / "r/empty", "");
+  REQUIRE(::link((src / "r/a").c_str(), (src / "r/hard").c_str()) == 0);
+  REQUIRE(::symlink("a", (src / "r/l").c_str()) == 0);
+  pack_paths(src.path(), {"r"}, work / "a.tar.zst");
+  auto reader = open_archive(work / "a.tar.zst");
+  for (bool unnamed : {true, false}) {
+    INFO("unnamed temporaries: " << unnamed);
+    format::ExtractConfig config;
+    config.unnamed_temporaries = unnamed;
+    const std::string out = work / (unnamed ? "u" : "n");
+    for (int pass = 0; pass < 2; ++pass) {  // into nothing, then over the result
+      REQUIRE(extract_to(*reader, out, config).ok());
+      CHECK(compare_trees(src / "r", out + "/r") == "");
+      CHECK(std::system(("test -z \"$(find '" + out + "' -name '.lazycache-tmp.*')\"").c_str()) == 0);
+    }
+  }
+}
+
 TEST_CASE("extract temporary names: exactly .lazycache-tmp.PID.N", "[format][safety]") {
   CHECK(format::extract_temporary_name(5).rfind(".lazycache-tmp." + std::to_string(::getpid()) + ".5", 0) == 0);
   CHECK(format::extract_temporary_pid(".lazycache-tmp.123.4") == 123);
@@ -117,6 +140,8 @@ TEST_CASE("extract temporary names: exactly .lazycache-tmp.PID.N", "[format][saf
 }
 
 TEST_CASE("a failed extract removes the names it created and keeps what was there", "[format][safety]") {
+  const bool unnamed = GENERATE(true, false);  // O_TMPFILE, and the named-temporary fallback
+  INFO("unnamed temporaries: " << unnamed);
   TempDir src, work;
   REQUIRE(::mkdir((src / "r").c_str(), 0755) == 0);
   REQUIRE(::mkdir((src / "r/new").c_str(), 0755) == 0);
@@ -142,7 +167,9 @@ TEST_CASE("a failed extract removes the names it created and keeps what was ther
   REQUIRE(::mkdir((work / "out/r").c_str(), 0755) == 0);
   write_file(work / "out/r/mine", "the user's");
   write_file(work / "out/r/a", "older a");
-  auto st = extract_to(*reader, work / "out");
+  format::ExtractConfig xc;
+  xc.unnamed_temporaries = unnamed;
+  auto st = extract_to(*reader, work / "out", xc);
   REQUIRE_FALSE(st.ok());
   CHECK(st.error().code() == ErrorCode::kCorrupt);
   CHECK(read_file(work / "out/r/mine") == "the user's");
