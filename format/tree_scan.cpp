@@ -169,6 +169,11 @@ class Scanner {
       const std::string name = level.names[level.next++];
       const uint32_t node = level.node;
       std::string child = level.path + "/" + name;
+      if (extract_temporary_pid(name) != 0) {  // a partial file of an interrupted extract (fs_util.h)
+        warn_("skipping " + child + ": a temporary of an interrupted extract");
+        ++t_.skipped;
+        continue;
+      }
       // Again for every child: scanning the previous one moved the stack below this directory.
       LC_ASSIGN_OR_RETURN(int dirfd, dirs_.open(node, [&] { return stack.back().path; }));
       struct stat st;
