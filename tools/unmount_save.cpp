@@ -4,6 +4,7 @@
 #include <ftw.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -89,6 +90,7 @@ Status save_group(const Group& g, SaveOutcome* out) {
   format::PackConfig pack;
   pack.tool_version = std::string("lazycache ") + LC_VERSION;
   for (const SaveRecord& r : g.records) {
+    pack.xattrs = std::max(pack.xattrs, r.xattrs);  // the entry was packed with one choice for all paths
     roots.push_back(format::PackRoot{r.path});
     for (auto& p : hot_paths_of(r.pid, r.path)) pack.hot_paths.push_back(std::move(p));
   }
