@@ -200,6 +200,7 @@ int run_mount(ArgParser& args) {
       r.path = pl.path;
       r.state_dir = state_dir;
       r.cache_dir = absolute_path(cache_dir);  // the incremental save reads base frames from it
+      r.xattrs = xattrs_to_keep(filesystem.index());
       Status recorded = write_save_record(r);
       if (!recorded.ok()) return fail(recorded.with_context("recording the key for unmount --save"));
     }
