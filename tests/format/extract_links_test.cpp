@@ -190,7 +190,7 @@ TEST_CASE("security.* and trusted.* xattrs are restored only when included", "[f
     return;
   }
   format::PackConfig pc;
-  pc.xattrs = true;
+  pc.xattrs = format::XattrSet::kStored;
   pack_paths(src.path(), {"r"}, work / "a.tar.zst", pc);
   auto reader = open_archive(work / "a.tar.zst");
   char v[8];
