@@ -107,12 +107,12 @@ void check_recovered(const std::string& dir, Opened& o) {
 
 TEST_CASE("a sound cache index is walked once, then trusted until it changes", "[unit]") {
   TempDir dir;
-  fill(dir.path(), 400);
+  fill(dir.path(), 200);
   {
     Opened o = open_cache(dir.path());
     INFO((o.warnings.empty() ? std::string() : o.warnings[0]));
     CHECK(o.warnings.empty());
-    CHECK(o.cache->stats()->chunk_count == 400);
+    CHECK(o.cache->stats()->chunk_count == 200);
   }
   CHECK(fs::checked_before(dir.path() + "/index.mdb"));
   CHECK_FALSE(fs::check_index(dir.path() + "/index.mdb", 1ull << 30).damaged);
@@ -120,7 +120,7 @@ TEST_CASE("a sound cache index is walked once, then trusted until it changes", "
 
 TEST_CASE("flipped bytes in live pages of index.mdb: set aside with one warning, not a crash", "[unit]") {
   TempDir dir;
-  fill(dir.path(), 400);
+  fill(dir.path(), 200);
   REQUIRE(flip_live_pages(dir.path()) >= 2);
   const auto check = fs::check_index(dir.path() + "/index.mdb", 1ull << 30);
   CHECK(check.damaged);
@@ -134,7 +134,7 @@ TEST_CASE("a zeroed, truncated or meta-damaged index.mdb: set aside with one war
   for (const char* kind : kinds) {
     DYNAMIC_SECTION(kind) {
       TempDir dir;
-      fill(dir.path(), 400);
+      fill(dir.path(), 200);
       std::string b = read_index(dir.path());
       REQUIRE(b.size() > 8 * kPage);
       if (std::strcmp(kind, "zeroed") == 0) b.assign(b.size(), '\0');
@@ -156,7 +156,7 @@ TEST_CASE("a zeroed, truncated or meta-damaged index.mdb: set aside with one war
 
 TEST_CASE("a damaged index changed behind the marker's back is walked again", "[unit]") {
   TempDir dir;
-  fill(dir.path(), 400);
+  fill(dir.path(), 200);
   { Opened o = open_cache(dir.path()); }
   REQUIRE(fs::checked_before(dir.path() + "/index.mdb"));
   flip_live_pages(dir.path());  // rewrites the file in place: its ctime moves on
