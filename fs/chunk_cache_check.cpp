@@ -68,11 +68,25 @@ Shape shape_of(const std::string& table) {
 struct MapBounds {
   const char* begin = nullptr;
   const char* end = nullptr;
+  uint64_t pages = 0;  // of the file
   bool holds(const MDB_val& v) const {
     const char* p = static_cast<const char*>(v.mv_data);
     return v.mv_size == 0 || (p >= begin && p <= end && v.mv_size <= static_cast<size_t>(end - p));
   }
 };
+
+// A freelist row is a count, then that many page numbers: a writer reuses those pages, so a
+// damaged one would have it write over the meta pages or outside the file.
+bool free_pages_sane(const MDB_val& v, uint64_t pages) {
+  if (v.mv_size < sizeof(size_t) || v.mv_size % sizeof(size_t) != 0) return false;
+  std::vector<size_t> ids(v.mv_size / sizeof(size_t));
+  std::memcpy(ids.data(), v.mv_data, v.mv_size);
+  if (ids[0] != ids.size() - 1) return false;
+  for (size_t i = 1; i < ids.size(); ++i) {
+    if (ids[i] < 2 || ids[i] >= pages) return false;
+  }
+  return true;
+}
 
 // Reads every key and value of table `dbi` (the bytes, not only the pointers), checking that
 // each lies inside the file, that keys ascend, and that rows have the table's shape.
@@ -92,6 +106,7 @@ int walk_table(int fd, MDB_txn* txn, MDB_dbi dbi, const std::string& what, const
     if (dbi != 0 && (!map.holds(k) || !map.holds(v))) problem = "a row points outside the file";
     else if (shape.key_size != 0 && k.mv_size != shape.key_size) problem = "a key has the wrong size";
     else if (!shape.value_any && v.mv_size != shape.value_size) problem = "a value has the wrong size";
+    if (problem == nullptr && dbi == 0 && !free_pages_sane(v, map.pages)) problem = "it lists pages that do not exist";
     if (problem == nullptr && dbi != 0) {  // the freelist's keys are integers, not memcmp-ordered
       const std::string key(static_cast<const char*>(k.mv_data), k.mv_size);
       if (!first && key <= previous) problem = "keys out of order";
@@ -152,6 +167,7 @@ int walk(int fd, const std::string& path, size_t map_size) {
     return kCannotOpen;
   }
   map.end = map.begin + std::min<uint64_t>(static_cast<uint64_t>(file.st_size), info.me_mapsize);
+  map.pages = static_cast<uint64_t>(map.end - map.begin) / st.ms_psize;
   if (static_cast<uint64_t>(info.me_last_pgno + 1) * st.ms_psize > static_cast<uint64_t>(file.st_size)) {
     say(fd, "its pages run past the end of the file (truncated)");
     return kDamaged;

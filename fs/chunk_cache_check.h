@@ -9,8 +9,10 @@
 //
 // How damage is found: a forked child opens the index read-only (a reader like any other: it
 // registers in the lock file, so live writers never recycle the pages it walks) and walks
-// every table, the freelist included, touching every key and value; a crash or an LMDB error
-// in the child is the verdict "damaged", and the parent never touches the pages itself. A
+// every table, the freelist included, touching every key and value and checking what LMDB
+// itself trusts blindly: each row lies inside the file, keys ascend, rows have the shape the
+// cache writes, the freelist names only pages of the file. A crash or an LMDB error in the child
+// is the verdict "damaged" too, and the parent never touches the pages itself. A
 // clean walk is remembered in index.mdb.checked, keyed by the file's device, inode, size,
 // mtime and ctime: every write changes ctime (user space cannot set it), so an unchanged file
 // is not walked again, and a file changed since (by a mount that then crashed, by a bit flip
