@@ -3,7 +3,10 @@
 
 #include <zstd.h>
 
+#include <xxhash.h>
+
 #include <memory>
+#include <vector>
 
 #include "format/hashing.h"
 #include "format/le.h"
@@ -59,6 +62,87 @@ Result<std::string> decode_frame_checked(const FrameInfo& frame, uint32_t frame_
   if (n != frame.uncompressed_size) return corrupt("decompressed to " + std::to_string(n) + " bytes, expected " + std::to_string(frame.uncompressed_size));
   if (xxh64_low32(std::as_bytes(std::span<const char>(out))) != frame.xxh64_low32) return corrupt("seek-table checksum mismatch");
   return out;
+}
+
+struct FrameDecoder::State {
+  FrameInfo frame;
+  uint32_t number = 0;
+  Sink sink;
+  std::unique_ptr<ZSTD_DCtx, DCtxDeleter> dctx{ZSTD_createDCtx()};
+  Xxh3Stream digest;
+  XXH64_state_t* checksum = XXH64_createState();
+  std::vector<std::byte> out = std::vector<std::byte>(1 << 20);
+  uint64_t fed = 0, produced = 0;
+  size_t last_hint = 1;  // ZSTD_decompressStream's: 0 once the frame is complete
+  Status failed;
+
+  Status corrupt(const std::string& what) const {
+    return Status(ErrorCode::kCorrupt, "frame " + std::to_string(number) + ": " + what);
+  }
+};
+
+FrameDecoder::FrameDecoder(const FrameInfo& frame, uint32_t frame_number, Sink sink) : state_(std::make_unique<State>()) {
+  state_->frame = frame;
+  state_->number = frame_number;
+  state_->sink = std::move(sink);
+  XXH64_reset(state_->checksum, 0);
+  if (!state_->dctx || state_->checksum == nullptr) state_->failed = Status(ErrorCode::kInternal, "cannot create a zstd decoder");
+}
+
+FrameDecoder::~FrameDecoder() { XXH64_freeState(state_->checksum); }
+
+Status FrameDecoder::feed(std::span<const std::byte> compressed) {
+  State& s = *state_;
+  if (!s.failed.ok()) return s.failed;
+  if (s.fed == 0) {
+    if (compressed.size() < 4 || load_le32(compressed.data()) != kZstdFrameMagic) return s.failed = s.corrupt("not a zstd frame");
+    if (ZSTD_getFrameContentSize(compressed.data(), compressed.size()) != s.frame.uncompressed_size) {
+      return s.failed = s.corrupt("Frame_Content_Size does not match the seek table");
+    }
+  }
+  s.fed += compressed.size();
+  if (s.fed > s.frame.compressed_size) return s.failed = s.corrupt("more compressed bytes than the seek table says");
+  s.digest.update(compressed);
+  ZSTD_inBuffer in{compressed.data(), compressed.size(), 0};
+  while (in.pos < in.size) {
+    ZSTD_outBuffer out{s.out.data(), s.out.size(), 0};
+    const size_t hint = ZSTD_decompressStream(s.dctx.get(), &out, &in);
+    if (ZSTD_isError(hint)) return s.failed = s.corrupt(std::string("zstd: ") + ZSTD_getErrorName(hint));
+    s.last_hint = hint;
+    s.produced += out.pos;
+    if (s.produced > s.frame.uncompressed_size) return s.failed = s.corrupt("decompresses past the size in the seek table");
+    if (out.pos > 0) {
+      XXH64_update(s.checksum, s.out.data(), out.pos);
+      if (Status w = s.sink(std::span<const std::byte>(s.out.data(), out.pos)); !w.ok()) return s.failed = w;
+    }
+    if (hint == 0 && in.pos < in.size) return s.failed = s.corrupt("bytes after the end of the zstd frame");
+  }
+  return Status();
+}
+
+Status FrameDecoder::finish() {
+  State& s = *state_;
+  if (!s.failed.ok()) return s.failed;
+  if (s.fed != s.frame.compressed_size) return s.corrupt("got " + std::to_string(s.fed) + " bytes, expected " + std::to_string(s.frame.compressed_size));
+  if (s.digest.digest() != s.frame.digest) return s.corrupt("compressed bytes do not match their XXH3-128 digest");
+  // A frame whose output filled the buffer exactly may still hold bytes in zstd: drain them.
+  while (s.last_hint != 0) {
+    ZSTD_inBuffer in{nullptr, 0, 0};
+    ZSTD_outBuffer out{s.out.data(), s.out.size(), 0};
+    const size_t hint = ZSTD_decompressStream(s.dctx.get(), &out, &in);
+    if (ZSTD_isError(hint)) return s.corrupt(std::string("zstd: ") + ZSTD_getErrorName(hint));
+    if (out.pos == 0 && hint != 0) return s.corrupt("the zstd frame is incomplete");
+    s.last_hint = hint;
+    s.produced += out.pos;
+    if (s.produced > s.frame.uncompressed_size) return s.corrupt("decompresses past the size in the seek table");
+    XXH64_update(s.checksum, s.out.data(), out.pos);
+    LC_RETURN_IF_ERROR(s.sink(std::span<const std::byte>(s.out.data(), out.pos)));
+  }
+  if (s.produced != s.frame.uncompressed_size) {
+    return s.corrupt("decompressed to " + std::to_string(s.produced) + " bytes, expected " + std::to_string(s.frame.uncompressed_size));
+  }
+  if (static_cast<uint32_t>(XXH64_digest(s.checksum) & 0xFFFFFFFFu) != s.frame.xxh64_low32) return s.corrupt("seek-table checksum mismatch");
+  return Status();
 }
 
 }  // namespace lazycache::format

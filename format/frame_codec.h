@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
+#include <memory>
 #include <span>
 #include <string>
 
@@ -20,5 +22,29 @@ Result<std::string> compress_frame(std::span<const std::byte> data, int level);
 // with an output bound of frame.uncompressed_size, and verifies the size and the seek-table
 // checksum. `frame_number` is for messages. Errors: kCorrupt.
 Result<std::string> decode_frame_checked(const FrameInfo& frame, uint32_t frame_number, std::span<const std::byte> compressed);
+
+// decode_frame_checked() for frames too large to hold in memory at once (fs/ spills them to a
+// file): the compressed bytes come in pieces, in order, and the decompressed bytes leave through
+// `sink` in pieces of at most 1 MiB. Nothing the sink got may be trusted until finish() returns
+// OK: the digest of the compressed bytes can only be checked once they are all in. Memory: the
+// zstd window plus 1 MiB, whatever the frame size. Not thread-safe; one frame per decoder.
+class FrameDecoder {
+ public:
+  using Sink = std::function<Status(std::span<const std::byte>)>;
+  FrameDecoder(const FrameInfo& frame, uint32_t frame_number, Sink sink);
+  ~FrameDecoder();
+  FrameDecoder(const FrameDecoder&) = delete;
+  FrameDecoder& operator=(const FrameDecoder&) = delete;
+
+  // The next compressed bytes. Errors: kCorrupt, or the sink's error.
+  Status feed(std::span<const std::byte> compressed);
+  // Checks what feed() cannot: the compressed size and digest, the decompressed size, the
+  // seek-table checksum. Errors: kCorrupt.
+  Status finish();
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
 
 }  // namespace lazycache::format

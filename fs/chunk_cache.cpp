@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <lmdb.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -18,6 +19,7 @@
 #include <map>
 #include <optional>
 
+#include "fs/chunk_cache_check.h"
 #include "fs/local_files.h"
 
 namespace lazycache::fs {
@@ -247,6 +249,51 @@ Status ChunkCache::init(const ChunkCacheConfig& config) {
     std::string sub = dir_ + "/blobs/" + kHex[i >> 4] + kHex[i & 15];
     LC_RETURN_IF_ERROR(make_dirs(sub));
   }
+  // One process at a time checks the index and sets it aside: two that found the same damage
+  // must not move the fresh index the first one created. (Where flock fails, the check still
+  // runs; only that race is open.)
+  const int dir_fd = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir_fd >= 0) ::flock(dir_fd, LOCK_EX);
+  Status opened = open_checked_index();
+  if (dir_fd >= 0) ::close(dir_fd);  // releases the lock
+  return opened;
+}
+
+Status ChunkCache::open_checked_index() {
+  const std::string index = dir_ + "/index.mdb";
+  std::string problem, walked;  // why the index cannot be trusted; its identity when walked clean
+  if (!checked_before(index)) {
+    walked = identity_of(index);
+    const IndexCheck check = check_index(index, kMapSizeBytes);
+    if (check.damaged) problem = check.problem;
+  }
+  if (problem.empty()) {
+    Status s = open_index();
+    if (s.ok()) {
+      mark_checked(index, walked.empty() && !checked_before(index) ? identity_of(index) : walked);
+      return s;
+    }
+    if (s.code() != ErrorCode::kCorrupt) return s;
+    problem = s.message();
+  }
+  // The cache is disposable: keep the damaged file for inspection and start an empty one.
+  LC_RETURN_IF_ERROR(set_index_aside(dir_));
+  warn_("chunk cache " + dir_ + ": index.mdb is damaged (" + problem + "); moved it aside as index.mdb.damaged and started an empty cache (frames are fetched from the store again; `lazycache cache gc` removes the old blobs)");
+  LC_RETURN_IF_ERROR(open_index());
+  mark_checked(index, identity_of(index));
+  return Status();
+}
+
+Status ChunkCache::open_index() {
+  Status s = open_index_env();
+  if (!s.ok() && env_ != nullptr) {
+    mdb_env_close(env_);
+    env_ = nullptr;
+  }
+  return s;
+}
+
+Status ChunkCache::open_index_env() {
   LC_RETURN_IF_ERROR(preallocate_lock_file(dir_ + "/index.mdb-lock"));
   int rc = mdb_env_create(&env_);
   if (rc != 0) return lmdb_status(rc, "create environment");
@@ -308,18 +355,22 @@ Result<std::string> ChunkCache::get(const Digest128& digest) {
   if (!row) return Status(ErrorCode::kNotFound, "chunk " + digest_hex(digest) + " not cached");
   std::string path = blob_path(digest);
   auto bytes = read_whole_file(path, row->size + 1);
-  bool good = bytes.ok() && bytes->size() == row->size;
-  if (good) {
+  std::string damage;  // why the blob cannot be trusted; empty when it is good or just gone
+  if (bytes.ok() && bytes->size() != row->size) {
+    damage = std::to_string(bytes->size()) + " bytes where " + std::to_string(row->size) + " were stored";
+  } else if (bytes.ok()) {
     XXH128_hash_t h = XXH3_128bits(bytes->data(), bytes->size());
-    good = h.low64 == digest.low && h.high64 == digest.high;
+    if (h.low64 != digest.low || h.high64 != digest.high) damage = "its bytes do not match their digest";
   }
-  if (!good) {
-    // Torn by a power loss, removed by hand or by a concurrent eviction: a miss, never bad bytes.
+  if (!bytes.ok() || !damage.empty()) {
+    // Torn by a power loss, damaged on disk, removed by hand or by a concurrent eviction: a
+    // miss, never bad bytes. A damaged blob is kCorrupt, so callers can count and log it.
     ignore_error(remove_row(digest), "the row is dropped again by gc() if this fails");
     if (bytes.ok()) ::unlink(path.c_str());
     std::lock_guard lock(pending_mu_);
     ++corrupt_removed_;
-    return Status(ErrorCode::kNotFound, "chunk " + digest_hex(digest) + " missing or damaged in cache");
+    if (damage.empty()) return Status(ErrorCode::kNotFound, "chunk " + digest_hex(digest) + " missing from the cache");
+    return Status(ErrorCode::kCorrupt, "chunk cache blob " + path + " is damaged (" + damage + "); removed");
   }
   bool flush_now = false;
   {

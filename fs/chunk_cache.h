@@ -34,6 +34,13 @@
 // behind it is SIGBUS on a full tmpfs or ext4, not ENOSPC. Without WRITEMAP the 1 GiB map size
 // is address space only (the file grows by writes), so it is not checked against free space.
 //
+// A damaged index (issue 13): LMDB has no page checksums, and a damaged page can crash any
+// process that reads it. open() first walks index.mdb in a child process (unless the file is
+// unchanged since the last clean walk; fs/chunk_cache_check.h); a damaged index, or one LMDB
+// refuses to open (MDB_INVALID: zeroed, truncated, bad meta pages), is moved aside as
+// index.mdb.damaged and an empty index started, with one warning. The blobs it named become
+// orphans that gc() removes.
+//
 // Sharing: any number of processes and threads. LMDB serialises writers across processes; readers
 // never block. The LRU order is approximate: hits are recorded in memory and written in batches.
 // Thread-safe: all methods may be called concurrently. One instance per directory per process
@@ -103,9 +110,10 @@ class ChunkCache {
   ChunkCache(const ChunkCache&) = delete;
   ChunkCache& operator=(const ChunkCache&) = delete;
 
-  // The bytes stored under `digest`, verified against it. kNotFound on a miss; a blob that is
-  // missing, short or fails verification is removed and reported as kNotFound too (counted in
-  // corrupt_removed()). Records the hit for LRU.
+  // The bytes stored under `digest`, verified against it. kNotFound on a miss (also when the
+  // row's blob is gone); a blob that is short or fails verification is removed and reported as
+  // kCorrupt, naming the file and the damage (both counted in corrupt_removed()). Either way the
+  // caller refetches. Records the hit for LRU.
   Result<std::string> get(const Digest128& digest);
   bool contains(const Digest128& digest);
   // Stores `bytes` under `digest` (the caller has verified that they hash to it), then evicts the
@@ -138,6 +146,12 @@ class ChunkCache {
  private:
   ChunkCache(std::string dir, const ChunkCacheConfig& config);
   Status init(const ChunkCacheConfig& config);
+  // Checks index.mdb (fs/chunk_cache_check.h) unless it is unchanged since its last clean
+  // check, sets a damaged one aside with one warning, and opens the index.
+  Status open_checked_index();
+  // Opens the LMDB environment and its tables; on failure env_ is closed again.
+  Status open_index();
+  Status open_index_env();
   // Reserves `size` bytes (in_flight_) and evicts older chunks so that storing them leaves
   // min_free_ free; kResourceExhausted (reservation released) when the cache holds too little
   // to make room. The caller releases the reservation once the blob is written or failed.

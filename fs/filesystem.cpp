@@ -6,10 +6,40 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <future>
 #include <iostream>
 
 namespace lazycache::fs {
+
+// The last timed-out read of one open file. When a FUSE read fails, the kernel reads the same
+// page again at once through the same file (readahead failed, so read_folio retries it): without
+// this, a stalled store cost the reader two read timeouts (issue 13). A read of the same frames
+// through the same handle within a read timeout of the timeout gets the failure at once. A new
+// open (a job retrying) tries the store again, and so does this handle after the timeout.
+// Errors the store reported are not remembered: they come back fast, and a retry may succeed.
+struct RecentFailure {
+  std::mutex mu;  // guards the fields below
+  bool set = false;
+  uint32_t first_frame = 0, last_frame = 0;
+  Status error;
+  std::chrono::steady_clock::time_point at{};
+
+  void record(uint32_t first, uint32_t last, const Status& why) {
+    std::lock_guard lock(mu);
+    set = true;
+    first_frame = first;
+    last_frame = last;
+    error = why;
+    at = std::chrono::steady_clock::now();
+  }
+  // The failure a read of frames [first, last] should repeat, if any.
+  std::optional<Status> repeat_for(uint32_t first, uint32_t last, std::chrono::milliseconds window) {
+    std::lock_guard lock(mu);
+    if (!set || last < first_frame || first > last_frame || std::chrono::steady_clock::now() - at >= window) return std::nullopt;
+    return error;
+  }
+};
 
 struct Filesystem::OpenFile {
   EntryId id = 0;
@@ -17,6 +47,9 @@ struct Filesystem::OpenFile {
   uint64_t size = 0;
   std::mutex mu;  // guards policy
   ReadAheadPolicy policy;
+  // Shared with the file's reads in flight: they record their failure after the file may have
+  // been released.
+  std::shared_ptr<RecentFailure> failure = std::make_shared<RecentFailure>();
 };
 
 struct Filesystem::ReadOp {
@@ -24,11 +57,12 @@ struct Filesystem::ReadOp {
   std::chrono::steady_clock::time_point deadline;
   uint64_t stream_offset = 0;  // in the uncompressed tar stream
   size_t length = 0;
-  uint32_t first_frame = 0;
+  uint32_t first_frame = 0, last_frame = 0;
+  std::shared_ptr<RecentFailure> file_failure;  // of the file read
   std::atomic<bool> done{false};
   ReadCallback cb;     // called once, by whoever sets done first
   std::mutex mu;       // guards frames, remaining, error
-  std::vector<FramePtr> frames;
+  std::vector<FetchedFrame> frames;
   size_t remaining = 0;
   Status error;
 };
@@ -36,10 +70,30 @@ struct Filesystem::ReadOp {
 namespace {
 // A fetch in flight longer than the read timeout has failed every reader waiting on it; a new
 // reader joining it would fail the same way, so it gets a fresh fetch instead.
-FetcherConfig fetcher_config(const FilesystemConfig& c) {
+// A frame larger than a quarter of the budget is spilled to a file (fs/frame_spill.h): held in
+// memory it would leave too little for the frames around it, or not fit at all.
+FetcherConfig fetcher_config(const FilesystemConfig& c, const std::shared_ptr<ChunkCache>& cache) {
   FetcherConfig f = c.fetcher;
   if (c.read_timeout_ms > 0) f.restart_after_ms = std::min<uint64_t>(f.restart_after_ms, c.read_timeout_ms);
+  if (f.spill_over_bytes == 0) f.spill_over_bytes = std::max<uint64_t>(c.memory_budget_bytes / 4, 1);
+  if (!c.spill_dir.empty()) {
+    f.spill_dir = c.spill_dir;
+  } else if (cache != nullptr) {
+    f.spill_dir = cache->dir() + "/tmp";  // the disk the cache was given
+  } else if (const char* tmp = std::getenv("TMPDIR"); tmp != nullptr && *tmp == '/') {
+    f.spill_dir = tmp;
+  }
   return f;
+}
+
+// Bytes [offset, offset + length) of a delivered frame, as a piece of a read.
+Result<ReadPiece> piece_of(const FetchedFrame& frame, uint64_t offset, uint64_t length) {
+  if (frame.spilled != nullptr) {
+    LC_ASSIGN_OR_RETURN(FramePtr slice, frame.spilled->read(offset, static_cast<size_t>(length)));
+    return ReadPiece{std::move(slice), 0, static_cast<size_t>(length)};
+  }
+  if (frame.bytes == nullptr || frame.bytes->size() < offset + length) return Status(ErrorCode::kCorrupt, "does not cover the read");
+  return ReadPiece{frame.bytes, static_cast<size_t>(offset), static_cast<size_t>(length)};
 }
 }  // namespace
 
@@ -50,7 +104,7 @@ Filesystem::Filesystem(std::unique_ptr<format::ArchiveReader> reader, std::share
       budget_(config.memory_budget_bytes),
       memory_(budget_),
       chunk_cache_(std::move(chunk_cache)),
-      fetcher_(std::make_unique<FrameFetcher>(*reader_, chunk_cache_, memory_, budget_, fetcher_config(config))),
+      fetcher_(std::make_unique<FrameFetcher>(*reader_, chunk_cache_, memory_, budget_, fetcher_config(config, chunk_cache_))),
       started_(std::chrono::steady_clock::now()),
       archive_ahead_(config.archive_readahead),
       opened_(reader_->index().entry_count(), false),
@@ -207,6 +261,9 @@ void Filesystem::finish(const std::shared_ptr<ReadOp>& op, Result<std::vector<Re
     bytes_served_.fetch_add(op->length, std::memory_order_relaxed);
   } else {
     read_errors_.fetch_add(1, std::memory_order_relaxed);
+    if (result.error().code() == ErrorCode::kTimeout && op->file_failure != nullptr) {
+      op->file_failure->record(op->first_frame, op->last_frame, result.error());
+    }
   }
   ReadCallback cb = std::move(op->cb);
   cb(std::move(result));
@@ -221,6 +278,15 @@ void Filesystem::read(uint64_t handle, uint64_t offset, size_t size, ReadCallbac
     return;
   }
   const uint64_t length = std::min<uint64_t>(size, file->size - offset);
+  const uint64_t data_offset = file->data_offset;
+  const auto [first, last] = index().frames_for_range(data_offset + offset, length);
+  if (config_.read_timeout_ms > 0) {
+    if (auto again = file->failure->repeat_for(first, last, std::chrono::milliseconds(config_.read_timeout_ms))) {
+      read_errors_.fetch_add(1, std::memory_order_relaxed);
+      cb(*again);  // the kernel retrying the read that just failed (RecentFailure)
+      return;
+    }
+  }
   FileRange ahead;
   {
     std::lock_guard lock(file->mu);
@@ -229,13 +295,13 @@ void Filesystem::read(uint64_t handle, uint64_t offset, size_t size, ReadCallbac
   auto op = std::make_shared<ReadOp>();
   // `file` may be released (and freed) as soon as get_range() below has replied: nothing after
   // that call may touch it.
-  const uint64_t data_offset = file->data_offset;
   op->stream_offset = data_offset + offset;
   op->length = static_cast<size_t>(length);
   op->deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(config_.read_timeout_ms);
   op->cb = std::move(cb);
-  const auto [first, last] = index().frames_for_range(op->stream_offset, length);
+  op->file_failure = file->failure;
   op->first_frame = first;
+  op->last_frame = last;
   op->frames.resize(last - first + 1);
   op->remaining = op->frames.size();
   {
@@ -244,7 +310,7 @@ void Filesystem::read(uint64_t handle, uint64_t offset, size_t size, ReadCallbac
     ops_.emplace(op->id, op);
   }
   const auto frames = index().frames();
-  fetcher_->get_range(first, last, Priority::kOnDemand, [this, op, frames](uint32_t f, Result<FramePtr> r) {
+  fetcher_->get_range(first, last, Priority::kOnDemand, [this, op, frames](uint32_t f, Result<FetchedFrame> r) {
     bool last_one = false;
     {
       std::lock_guard lock(op->mu);
@@ -266,11 +332,13 @@ void Filesystem::read(uint64_t handle, uint64_t offset, size_t size, ReadCallbac
       const format::FrameInfo& info = frames[op->first_frame + i];
       const uint64_t from = std::max(op->stream_offset, info.uncompressed_offset);
       const uint64_t to = std::min<uint64_t>(end, info.uncompressed_offset + info.uncompressed_size);
-      if (to <= from || op->frames[i]->size() < to - info.uncompressed_offset) {
-        finish(op, Status(ErrorCode::kCorrupt, "frame " + std::to_string(op->first_frame + i) + " does not cover the read"));
+      auto piece = to > from ? piece_of(op->frames[i], from - info.uncompressed_offset, to - from)
+                             : Result<ReadPiece>(Status(ErrorCode::kCorrupt, "does not cover the read"));
+      if (!piece.ok()) {
+        finish(op, piece.error().with_context("frame " + std::to_string(op->first_frame + i)));
         return;
       }
-      pieces.push_back(ReadPiece{op->frames[i], static_cast<size_t>(from - info.uncompressed_offset), static_cast<size_t>(to - from)});
+      pieces.push_back(std::move(piece).value());
     }
     finish(op, std::move(pieces));
   });
@@ -376,6 +444,7 @@ MountStats Filesystem::stats() const {
   s.frames_from_memory = c.frames_from_memory.load();
   s.prefetched_frames = c.prefetched_frames.load();
   s.chunk_cache_bad = c.chunk_cache_bad.load();
+  s.frames_spilled = c.frames_spilled.load();
   s.fetch_errors = c.fetch_errors.load();
   s.files_opened = files_opened_.load();
   s.open_handles = open_handles_.load();
@@ -385,6 +454,7 @@ MountStats Filesystem::stats() const {
   s.read_timeouts = read_timeouts_.load();
   s.memory_used_bytes = budget_.used();
   s.memory_budget_bytes = budget_.limit();
+  s.memory_peak_bytes = budget_.peak();
   s.uptime_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
   return s;
 }

@@ -21,7 +21,10 @@
 //  - No state is held per inode: only open files have state (a small struct each), so a tree of
 //    any size costs no descriptors and no memory per entry.
 //  - Every read either completes or fails within `read_timeout_ms` (kTimeout -> EIO), even when
-//    the source hangs; a fetch that completes later still fills the caches.
+//    the source hangs; a fetch that completes later still fills the caches. A read through the
+//    same handle of the frames whose read just timed out (the kernel retries a failed readahead
+//    page at once) repeats the timeout without waiting, for one read timeout: one pread costs
+//    one timeout, not two. A new open always tries the store again.
 //
 // Thread-safety: every method may be called from any thread concurrently. Read callbacks run on a
 // fetch thread, on the watchdog thread (timeouts) or inline in read().
@@ -72,6 +75,9 @@ struct FilesystemConfig {
   // When set, every entry reports this owner (a mount by a non-root user shows the user's files,
   // as tar does when extracting as non-root); else the archive's uid/gid.
   std::optional<std::pair<uint32_t, uint32_t>> owner;
+  // Where frames larger than a quarter of the memory budget are decoded to (fs/frame_spill.h).
+  // Empty: the chunk cache's tmp/ directory, else $TMPDIR, else /tmp.
+  std::string spill_dir;
   // Reads of the archive made before the Filesystem existed (opening its tail), for the figures.
   uint64_t mount_range_reads = 0;
 };

@@ -6,6 +6,8 @@
 #include <future>
 #include <iostream>
 
+#include "format/frame_codec.h"
+
 namespace lazycache::fs {
 
 FrameFetcher::FrameFetcher(const format::ArchiveReader& reader, std::shared_ptr<ChunkCache> chunk_cache,
@@ -15,7 +17,8 @@ FrameFetcher::FrameFetcher(const format::ArchiveReader& reader, std::shared_ptr<
       chunk_cache_(std::move(chunk_cache)),
       memory_(memory),
       budget_(budget),
-      config_(config) {
+      config_(config),
+      spill_(config.spill_dir) {
   const int n = std::max(1, config_.threads);
   workers_.reserve(static_cast<size_t>(n));
   for (int i = 0; i < n; ++i) workers_.emplace_back([this] { worker_loop(); });
@@ -76,11 +79,11 @@ void FrameFetcher::enqueue_locked(uint32_t frame, Priority priority, bool keep_i
 }
 
 void FrameFetcher::get(uint32_t frame, Priority priority, FrameCallback cb) {
-  get_range(frame, frame, priority, [cb = std::move(cb)](uint32_t, Result<FramePtr> r) { cb(std::move(r)); });
+  get_range(frame, frame, priority, [cb = std::move(cb)](uint32_t, Result<FetchedFrame> r) { cb(std::move(r)); });
 }
 
 void FrameFetcher::get_range(uint32_t first, uint32_t last, Priority priority,
-                             std::function<void(uint32_t, Result<FramePtr>)> cb) {
+                             std::function<void(uint32_t, Result<FetchedFrame>)> cb) {
   if (last < first || last >= frames_.size()) {
     cb(first, Status(ErrorCode::kInvalidArgument, "frames " + std::to_string(first) + ".." + std::to_string(last) + " out of range"));
     return;
@@ -89,7 +92,10 @@ void FrameFetcher::get_range(uint32_t first, uint32_t last, Priority priority,
   for (uint32_t f = first; f <= last; ++f) {
     if (FramePtr p = memory_.get(f)) {
       counters_.frames_from_memory.fetch_add(1, std::memory_order_relaxed);
-      cb(f, std::move(p));
+      cb(f, FetchedFrame{std::move(p), nullptr});
+    } else if (SpilledFramePtr sp = spills(f) ? spill_.get(f) : nullptr) {
+      counters_.frames_from_memory.fetch_add(1, std::memory_order_relaxed);
+      cb(f, FetchedFrame{nullptr, std::move(sp)});
     } else {
       missing.push_back(f);
     }
@@ -101,16 +107,16 @@ void FrameFetcher::get_range(uint32_t first, uint32_t last, Priority priority,
     for (uint32_t f : missing) cb(f, Status(ErrorCode::kCancelled, "mount is shutting down"));
     return;
   }
-  auto shared_cb = std::make_shared<std::function<void(uint32_t, Result<FramePtr>)>>(std::move(cb));
+  auto shared_cb = std::make_shared<std::function<void(uint32_t, Result<FetchedFrame>)>>(std::move(cb));
   for (uint32_t f : missing) {
-    enqueue_locked(f, priority, true, [shared_cb, f](Result<FramePtr> r) { (*shared_cb)(f, std::move(r)); });
+    enqueue_locked(f, priority, true, [shared_cb, f](Result<FetchedFrame> r) { (*shared_cb)(f, std::move(r)); });
   }
 }
 
-Result<FramePtr> FrameFetcher::get_sync(uint32_t frame, Priority priority) {
-  std::promise<Result<FramePtr>> done;
+Result<FetchedFrame> FrameFetcher::get_sync(uint32_t frame, Priority priority) {
+  std::promise<Result<FetchedFrame>> done;
   auto fut = done.get_future();
-  get(frame, priority, [&done](Result<FramePtr> r) { done.set_value(std::move(r)); });
+  get(frame, priority, [&done](Result<FetchedFrame> r) { done.set_value(std::move(r)); });
   return fut.get();
 }
 
@@ -121,7 +127,7 @@ void FrameFetcher::prefetch(uint32_t first, uint32_t last, Priority priority) {
   std::lock_guard lock(mu_);
   if (stop_) return;
   for (uint32_t f = first; f <= last; ++f) {
-    if (keep && memory_.get(f) != nullptr) continue;
+    if (keep && (memory_.get(f) != nullptr || (spills(f) && spill_.get(f) != nullptr))) continue;
     enqueue_locked(f, priority, keep, nullptr);
   }
 }
@@ -154,9 +160,11 @@ std::vector<uint32_t> FrameFetcher::claim_run_locked(bool& background, std::vect
   // Only frames of the same priority join a run: a reader waiting on an on-demand frame must not
   // wait for the readahead behind it to arrive too (a run completes as one range read), and
   // readahead split into several runs travels over several connections at once.
-  auto claimable = [this, prio](uint32_t f) {
+  // A spilled frame is fetched alone: its run is its own pieces (process_spilled).
+  auto claimable = [this, prio, frame](uint32_t f) {
     auto it = pending_.find(f);
-    return it != pending_.end() && !it->second.claimed && static_cast<uint8_t>(it->second.priority) == prio;
+    return !spills(frame) && !spills(f) && it != pending_.end() && !it->second.claimed &&
+           static_cast<uint8_t>(it->second.priority) == prio;
   };
   const uint64_t limit = prio == static_cast<uint8_t>(Priority::kOnDemand) ? config_.merge_bytes_on_demand : config_.merge_bytes;
   std::vector<uint32_t> run{frame};
@@ -212,7 +220,7 @@ uint64_t FrameFetcher::reserve_for(uint64_t bytes, bool background) {
   return bytes;
 }
 
-void FrameFetcher::complete(uint32_t frame, uint64_t seq, const Result<FramePtr>& result) {
+void FrameFetcher::complete(uint32_t frame, uint64_t seq, const Result<FetchedFrame>& result) {
   Pending p{};
   {
     std::lock_guard lock(mu_);
@@ -221,11 +229,135 @@ void FrameFetcher::complete(uint32_t frame, uint64_t seq, const Result<FramePtr>
     p = std::move(it->second);
     // Publish to memory before forgetting the pending entry, so a concurrent get() finds the
     // frame in one place or the other and never starts a second fetch.
-    if (result.ok() && p.keep_in_memory) memory_.put(frame, result.value());
+    if (result.ok() && p.keep_in_memory && result->bytes != nullptr) memory_.put(frame, result->bytes);
     pending_.erase(it);
   }
   if (p.priority >= Priority::kPrefetch && result.ok()) counters_.prefetched_frames.fetch_add(1, std::memory_order_relaxed);
   for (auto& cb : p.waiters) cb(result);
+}
+
+void FrameFetcher::log_fetch_error(uint32_t frame, const Status& error) {
+  counters_.fetch_errors.fetch_add(1, std::memory_order_relaxed);
+  const format::FrameInfo& info = frames_[frame];
+  std::cerr << "lazycache: frame " << frame << " (bytes " << info.compressed_offset << "+" << info.compressed_size << ") of "
+            << reader_.source().describe() << ": " << error.to_string() << "\n";
+}
+
+void FrameFetcher::requeue(const std::vector<uint32_t>& run, const std::map<uint32_t, uint64_t>& seq_of) {
+  // The budget is taken by reads: put the background work back and let them finish first.
+  std::unique_lock lock(mu_);
+  for (uint32_t f : run) {
+    auto it = pending_.find(f);
+    if (it == pending_.end() || it->second.seq != seq_of.at(f)) continue;  // replaced meanwhile
+    Pending& p = it->second;
+    p.claimed = false;
+    queue_.insert(QueueKey{static_cast<uint8_t>(p.priority), p.seq, f});
+  }
+  work_cv_.wait_for(lock, std::chrono::milliseconds(20), [this] { return stop_; });
+}
+
+namespace {
+// Compressed bytes of a spilled frame too large to read whole are read in pieces of at most
+// this: the merge size of readahead (FetcherConfig::merge_bytes), a good range read on a hosted
+// link; smaller with a small budget (spill_piece_bytes()).
+constexpr uint64_t kSpillPieceBytes = 4ull << 20;
+// FrameDecoder's output buffer.
+constexpr uint64_t kDecodeBufferBytes = 1ull << 20;
+}  // namespace
+
+uint64_t FrameFetcher::spill_piece_bytes() const { return std::clamp<uint64_t>(config_.spill_over_bytes / 2, 64 << 10, kSpillPieceBytes); }
+
+void FrameFetcher::process_spilled(uint32_t frame, uint64_t seq, bool background) {
+  const format::FrameInfo& info = frames_[frame];
+  const bool whole = info.compressed_size <= config_.spill_over_bytes;
+  bool on_demand = false;
+  {
+    std::lock_guard lock(mu_);
+    auto it = pending_.find(frame);
+    on_demand = it != pending_.end() && it->second.priority == Priority::kOnDemand;
+  }
+  // Only a reader waiting for the frame may take budget past the limit: several spilled frames
+  // read ahead at once would otherwise add up to more than a small budget.
+  const uint64_t charge = reserve_for((whole ? info.compressed_size : spill_piece_bytes()) + kDecodeBufferBytes, background || !on_demand);
+  if (charge == 0) {
+    requeue({frame}, {{frame, seq}});
+    return;
+  }
+  std::string to_cache;
+  Result<FetchedFrame> out = spill_frame(frame, chunk_cache_ != nullptr, to_cache);
+  if (!out.ok()) log_fetch_error(frame, out.error());
+  complete(frame, seq, out);
+  if (!to_cache.empty()) {
+    ignore_error(chunk_cache_->put(info.digest, std::as_bytes(std::span(to_cache.data(), to_cache.size()))),
+                 "the chunk cache warns once and backs off");
+  }
+  budget_.release(charge);
+}
+
+Result<FetchedFrame> FrameFetcher::spill_frame(uint32_t frame, bool use_cache, std::string& to_cache) {
+  const format::FrameInfo& info = frames_[frame];
+  LC_ASSIGN_OR_RETURN(std::shared_ptr<SpilledFrame> file, SpilledFrame::create(spill_.dir()));
+  format::FrameDecoder decoder(info, frame, [&file](std::span<const std::byte> bytes) { return file->append(bytes); });
+  const ByteSource& source = reader_.source();
+  auto read_piece = [&](uint64_t offset, std::string& buf) -> Status {
+    auto n = source.read_at(offset, std::as_writable_bytes(std::span(buf.data(), buf.size())));
+    counters_.store_range_reads.fetch_add(1, std::memory_order_relaxed);
+    if (!n.ok()) return n.error();
+    counters_.store_bytes.fetch_add(*n, std::memory_order_relaxed);
+    if (*n != buf.size()) return Status(ErrorCode::kCorrupt, "short read: " + std::to_string(*n) + " of " + std::to_string(buf.size()) + " bytes");
+    return Status();
+  };
+  if (info.compressed_size <= config_.spill_over_bytes) {
+    std::string compressed;
+    bool from_cache = false;
+    if (use_cache) {
+      auto cached = chunk_cache_->get(info.digest);
+      if (cached.ok()) {
+        compressed = std::move(cached).value();
+        from_cache = true;
+      } else if (cached.error().code() != ErrorCode::kNotFound) {
+        note_bad_cached_copy(frame, cached.error());
+      }
+    }
+    if (!from_cache) {
+      compressed.assign(info.compressed_size, '\0');
+      LC_RETURN_IF_ERROR(read_piece(info.compressed_offset, compressed));
+    }
+    Status decoded = decoder.feed(std::as_bytes(std::span(compressed.data(), compressed.size())));
+    if (decoded.ok()) decoded = decoder.finish();
+    if (!decoded.ok() && from_cache) {
+      note_bad_cached_copy(frame, decoded);
+      return spill_frame(frame, false, to_cache);
+    }
+    LC_RETURN_IF_ERROR(decoded);
+    (from_cache ? counters_.frames_from_chunk_cache : counters_.frames_from_store).fetch_add(1, std::memory_order_relaxed);
+    if (!from_cache && chunk_cache_ != nullptr) to_cache = std::move(compressed);
+  } else {
+    std::string piece;
+    for (uint64_t done = 0; done < info.compressed_size; done += piece.size()) {
+      piece.assign(std::min(spill_piece_bytes(), info.compressed_size - done), '\0');
+      LC_RETURN_IF_ERROR(read_piece(info.compressed_offset + done, piece));
+      LC_RETURN_IF_ERROR(decoder.feed(std::as_bytes(std::span(piece.data(), piece.size()))));
+    }
+    LC_RETURN_IF_ERROR(decoder.finish());
+    counters_.frames_from_store.fetch_add(1, std::memory_order_relaxed);
+  }
+  counters_.frames_spilled.fetch_add(1, std::memory_order_relaxed);
+  spill_.put(frame, file);
+  return FetchedFrame{nullptr, std::move(file)};
+}
+
+void FrameFetcher::note_bad_cached_copy(uint32_t frame, const Status& why) {
+  counters_.chunk_cache_bad.fetch_add(1, std::memory_order_relaxed);
+  uint64_t suppressed = 0;
+  {
+    std::lock_guard lock(log_mu_);
+    if (!bad_copy_log_.allow(LogRateLimit::Clock::now(), suppressed)) return;
+  }
+  std::cerr << "lazycache: chunk cache copy of frame " << frame << " of " << reader_.source().describe()
+            << " is unusable (" << why.to_string() << "); refetching it from the store";
+  if (suppressed > 0) std::cerr << " (" << suppressed << " more damaged copies were not logged)";
+  std::cerr << "\n";
 }
 
 void FrameFetcher::process_run(const std::vector<uint32_t>& run, const std::vector<uint64_t>& seqs, bool background) {
@@ -236,18 +368,13 @@ void FrameFetcher::process_run(const std::vector<uint32_t>& run, const std::vect
     compressed += frames_[f].compressed_size;
     largest = std::max<uint64_t>(largest, frames_[f].uncompressed_size);
   }
+  if (run.size() == 1 && spills(run[0])) {
+    process_spilled(run[0], seqs[0], background);
+    return;
+  }
   const uint64_t charge = reserve_for(compressed + largest, background);
   if (charge == 0) {
-    // The budget is taken by reads: put the background work back and let them finish first.
-    std::unique_lock lock(mu_);
-    for (uint32_t f : run) {
-      auto it = pending_.find(f);
-      if (it == pending_.end() || it->second.seq != seq_of[f]) continue;  // replaced meanwhile
-      Pending& p = it->second;
-      p.claimed = false;
-      queue_.insert(QueueKey{static_cast<uint8_t>(p.priority), p.seq, f});
-    }
-    work_cv_.wait_for(lock, std::chrono::milliseconds(20), [this] { return stop_; });
+    requeue(run, seq_of);
     return;
   }
 
@@ -259,11 +386,12 @@ void FrameFetcher::process_run(const std::vector<uint32_t>& run, const std::vect
         auto decoded = reader_.decode_frame(f, std::as_bytes(std::span(cached->data(), cached->size())));
         if (decoded.ok()) {
           counters_.frames_from_chunk_cache.fetch_add(1, std::memory_order_relaxed);
-          complete(f, seq_of[f], FramePtr(std::make_shared<const std::string>(std::move(decoded).value())));
+          complete(f, seq_of[f], FetchedFrame{std::make_shared<const std::string>(std::move(decoded).value()), nullptr});
           continue;
         }
-        counters_.chunk_cache_bad.fetch_add(1, std::memory_order_relaxed);
+        cached = decoded.error();
       }
+      if (cached.error().code() != ErrorCode::kNotFound) note_bad_cached_copy(f, cached.error());
     }
     missing.push_back(f);
   }
@@ -294,23 +422,19 @@ void FrameFetcher::process_run(const std::vector<uint32_t>& run, const std::vect
     for (size_t k = i; k < j; ++k) {
       const uint32_t f = missing[k];
       const format::FrameInfo& info = frames_[f];
-      Result<FramePtr> out = failed;
+      Result<FetchedFrame> out = failed;
       if (failed.ok()) {
         auto compressed_bytes = std::as_bytes(std::span(buf.data() + (info.compressed_offset - offset), info.compressed_size));
         auto decoded = reader_.decode_frame(f, compressed_bytes);
         if (decoded.ok()) {
           if (chunk_cache_ != nullptr) to_cache.push_back(f);
           counters_.frames_from_store.fetch_add(1, std::memory_order_relaxed);
-          out = FramePtr(std::make_shared<const std::string>(std::move(decoded).value()));
+          out = FetchedFrame{std::make_shared<const std::string>(std::move(decoded).value()), nullptr};
         } else {
           out = decoded.error();
         }
       }
-      if (!out.ok()) {
-        counters_.fetch_errors.fetch_add(1, std::memory_order_relaxed);
-        std::cerr << "lazycache: frame " << f << " (bytes " << info.compressed_offset << "+" << info.compressed_size
-                  << ") of " << source.describe() << ": " << out.error().to_string() << "\n";
-      }
+      if (!out.ok()) log_fetch_error(f, out.error());
       complete(f, seq_of[f], out);
     }
     // The chunk cache is written after the waiters have their frames: a blob write and an LMDB

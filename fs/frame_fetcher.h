@@ -16,9 +16,16 @@
 //  - Every frame is verified by ArchiveReader::decode_frame (XXH3-128 of the compressed bytes
 //    against FrameInfo::digest, then decompression and the seek-table checksum) before it is
 //    stored in the chunk cache, kept in memory or handed to a waiter. A chunk-cache copy that fails
-//    verification is dropped and refetched.
+//    verification is dropped and refetched, counted (chunk_cache_bad) and logged, one line per
+//    copy, at most 10 a minute.
 //  - Buffers (compressed bytes in flight, decompressed frames) are charged to the MemoryBudget;
 //    on-demand and readahead fetches shrink the FrameCache to make room, background work waits.
+//  - A frame larger than `spill_over_bytes` (a quarter of the budget, set by Filesystem) would
+//    not fit the FrameCache and would be decompressed again for every read: it is fetched alone,
+//    decoded once, streaming, into a FrameSpill file, and delivered as that file (issue 13). Its
+//    compressed bytes are read in 4 MiB pieces when they too are larger than spill_over_bytes
+//    (they then bypass the chunk cache, which holds blobs whole); memory stays at a piece plus
+//    zstd's window, whatever the frame size.
 //  - A failure of the source (after its own retries and timeouts) fails that fetch's waiters with
 //    the source's status and logs one line naming the archive, the frame and the cause; the frame
 //    is forgotten, so a later read tries again.
@@ -37,6 +44,7 @@
 #include <memory>
 #include <mutex>
 #include <set>
+#include <string>
 #include <thread>
 #include <tuple>
 #include <vector>
@@ -44,6 +52,8 @@
 #include "format/archive.h"
 #include "fs/chunk_cache.h"
 #include "fs/frame_cache.h"
+#include "fs/frame_spill.h"
+#include "fs/log_rate_limit.h"
 #include "fs/memory_budget.h"
 
 namespace lazycache::fs {
@@ -69,6 +79,10 @@ struct FetcherConfig {
   // take the store's low-speed timeout (a minute) to fail; meanwhile every read of that frame
   // would time out, even after the store recovered. 10 s: well past a healthy range read.
   uint64_t restart_after_ms = 10000;
+  // Frames decompressing to more than this are spilled to files in `spill_dir` (see above);
+  // 0: never (every frame is held in memory).
+  uint64_t spill_over_bytes = 0;
+  std::string spill_dir = "/tmp";
 };
 
 // Live counters (relaxed atomics: figures for people, not synchronisation).
@@ -82,9 +96,16 @@ struct FetchCounters {
   std::atomic<uint64_t> fetch_errors{0};
   std::atomic<uint64_t> prefetched_frames{0};    // frames completed at prefetch/background priority
   std::atomic<uint64_t> fetches_restarted{0};    // stuck fetches replaced (restart_after_ms)
+  std::atomic<uint64_t> frames_spilled{0};       // large frames decoded into a FrameSpill file
 };
 
-using FrameCallback = std::function<void(Result<FramePtr>)>;
+// A delivered frame: its bytes in memory, or (a frame over spill_over_bytes) a file holding
+// them. Exactly one is set.
+struct FetchedFrame {
+  FramePtr bytes;
+  SpilledFramePtr spilled;
+};
+using FrameCallback = std::function<void(Result<FetchedFrame>)>;
 
 class FrameFetcher {
  public:
@@ -101,9 +122,9 @@ class FrameFetcher {
   void get(uint32_t frame, Priority priority, FrameCallback cb);
   // get() for frames [first, last], queued together so that a worker can fetch the missing ones
   // with one merged range read. `cb` runs once per frame, with its number.
-  void get_range(uint32_t first, uint32_t last, Priority priority, std::function<void(uint32_t, Result<FramePtr>)> cb);
+  void get_range(uint32_t first, uint32_t last, Priority priority, std::function<void(uint32_t, Result<FetchedFrame>)> cb);
   // Blocking form of get() (tests, tools).
-  Result<FramePtr> get_sync(uint32_t frame, Priority priority = Priority::kOnDemand);
+  Result<FetchedFrame> get_sync(uint32_t frame, Priority priority = Priority::kOnDemand);
   // Queues frames [first, last] that are neither in memory nor already queued (together, so they
   // can be merged). Readahead frames are kept in memory when done; prefetch and background frames
   // only go to the chunk cache.
@@ -132,8 +153,24 @@ class FrameFetcher {
   std::vector<uint32_t> claim_run_locked(bool& background, std::vector<uint64_t>& seqs);
   void process_run(const std::vector<uint32_t>& frames, const std::vector<uint64_t>& seqs, bool background);
   // Delivers the result of fetch `seq` of `frame`; a fetch that was replaced is ignored.
-  void complete(uint32_t frame, uint64_t seq, const Result<FramePtr>& result);
+  void complete(uint32_t frame, uint64_t seq, const Result<FetchedFrame>& result);
   uint64_t reserve_for(uint64_t bytes, bool background);
+  // Puts claimed frames back in the queue (their budget is taken by reads) and waits a little.
+  void requeue(const std::vector<uint32_t>& run, const std::map<uint32_t, uint64_t>& seq_of);
+  bool spills(uint32_t frame) const { return config_.spill_over_bytes > 0 && frames_[frame].uncompressed_size > config_.spill_over_bytes; }
+  // Fetches and decodes frame `frame` (spills() true) into a new FrameSpill file, from the chunk
+  // cache when `use_cache` and it holds the frame. `to_cache` gets the compressed bytes to store
+  // in the chunk cache (after the waiters have the frame), when they were read whole from the
+  // store.
+  Result<FetchedFrame> spill_frame(uint32_t frame, bool use_cache, std::string& to_cache);
+  void process_spilled(uint32_t frame, uint64_t seq, bool background);
+  // The range read size for a spilled frame's compressed bytes: half of spill_over_bytes, at
+  // most 4 MiB.
+  uint64_t spill_piece_bytes() const;
+  void log_fetch_error(uint32_t frame, const Status& error);
+  // Counts a chunk-cache copy of `frame` that could not be used (`why`: damaged blob, failed
+  // decode, LMDB error) and logs a line for it, rate limited.
+  void note_bad_cached_copy(uint32_t frame, const Status& why);
 
   const format::ArchiveReader& reader_;
   std::span<const format::FrameInfo> frames_;
@@ -141,6 +178,7 @@ class FrameFetcher {
   FrameCache& memory_;
   MemoryBudget& budget_;
   const FetcherConfig config_;
+  FrameSpill spill_;
   FetchCounters counters_;
 
   // Guards pending_, queue_, seq_, background_active_, active_, stop_. Lock order: mu_, then
@@ -154,6 +192,8 @@ class FrameFetcher {
   int background_active_ = 0;
   int active_ = 0;
   bool stop_ = false;
+  std::mutex log_mu_;  // guards bad_copy_log_
+  LogRateLimit bad_copy_log_;
   std::vector<std::jthread> workers_;
 };
 

@@ -17,20 +17,32 @@ class MemoryBudget {
   bool try_reserve(uint64_t n) {
     uint64_t cur = used_.load(std::memory_order_relaxed);
     while (cur + n <= limit_) {
-      if (used_.compare_exchange_weak(cur, cur + n, std::memory_order_relaxed)) return true;
+      if (used_.compare_exchange_weak(cur, cur + n, std::memory_order_relaxed)) {
+        note_peak(cur + n);
+        return true;
+      }
     }
     return false;
   }
   // Takes n bytes even past the limit: on-demand reads must make progress; the caller has
   // already asked caches to shrink.
-  void reserve_forced(uint64_t n) { used_.fetch_add(n, std::memory_order_relaxed); }
+  void reserve_forced(uint64_t n) { note_peak(used_.fetch_add(n, std::memory_order_relaxed) + n); }
   void release(uint64_t n) { used_.fetch_sub(n, std::memory_order_relaxed); }
   uint64_t used() const { return used_.load(std::memory_order_relaxed); }
   uint64_t limit() const { return limit_; }
+  // The most ever used at once (tests and figures: did forced reservations overshoot?).
+  uint64_t peak() const { return peak_.load(std::memory_order_relaxed); }
 
  private:
+  void note_peak(uint64_t now) {
+    uint64_t p = peak_.load(std::memory_order_relaxed);
+    while (now > p && !peak_.compare_exchange_weak(p, now, std::memory_order_relaxed)) {
+    }
+  }
+
   const uint64_t limit_;
   std::atomic<uint64_t> used_{0};
+  std::atomic<uint64_t> peak_{0};
 };
 
 }  // namespace lazycache::fs

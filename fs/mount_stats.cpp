@@ -21,6 +21,7 @@ void for_each_field(S& s, F&& f) {
   f("frames_from_memory", s.frames_from_memory);
   f("prefetched_frames", s.prefetched_frames);
   f("chunk_cache_bad", s.chunk_cache_bad);
+  f("frames_spilled", s.frames_spilled);
   f("fetch_errors", s.fetch_errors);
   f("files_opened", s.files_opened);
   f("open_handles", s.open_handles);
@@ -30,6 +31,7 @@ void for_each_field(S& s, F&& f) {
   f("read_timeouts", s.read_timeouts);
   f("memory_used_bytes", s.memory_used_bytes);
   f("memory_budget_bytes", s.memory_budget_bytes);
+  f("memory_peak_bytes", s.memory_peak_bytes);
 }
 
 }  // namespace

@@ -23,6 +23,7 @@ struct MountStats {
   uint64_t frames_from_memory = 0;
   uint64_t prefetched_frames = 0;
   uint64_t chunk_cache_bad = 0;
+  uint64_t frames_spilled = 0;          // frames over a quarter of the budget decoded to a file
   uint64_t fetch_errors = 0;
   uint64_t files_opened = 0;
   uint64_t open_handles = 0;
@@ -32,6 +33,7 @@ struct MountStats {
   uint64_t read_timeouts = 0;
   uint64_t memory_used_bytes = 0;
   uint64_t memory_budget_bytes = 0;
+  uint64_t memory_peak_bytes = 0;       // the most the budget ever had taken at once
   double uptime_seconds = 0;
 
   // "key=value" lines, one per field, in a fixed order (machine-readable state file).

@@ -64,7 +64,10 @@ TEST_CASE("a damaged or missing blob is a miss that removes the entry, never wro
   damaged[5000] ^= 1;
   ::unlink(blob.c_str());
   REQUIRE(fs::write_new_file(blob, bytes_of(damaged)).ok());
-  CHECK((*cache)->get(digest_of(a)).error().code() == ErrorCode::kNotFound);
+  auto bad = (*cache)->get(digest_of(a));
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.error().code() == ErrorCode::kCorrupt);  // damaged: callers count and log it
+  CHECK(bad.error().message().find(blob) != std::string::npos);
   CHECK((*cache)->corrupt_removed() == 1);
   CHECK_FALSE((*cache)->contains(digest_of(a)));
   // Deleted behind the cache's back.

@@ -319,6 +319,9 @@ TEST_CASE("a fetch stuck after the store recovered does not hold its frame: the 
   REQUIRE_FALSE(stuck.ok());
   CHECK(stuck.error().code() == ErrorCode::kTimeout);
   o.source->hang = false;  // the store is back; the first fetch is still hanging on its connection
+  o.fs->release(*h);
+  // A new open: the same handle would repeat its failure for a read timeout (the kernel's retry).
+  h = o.fs->open(*id, O_RDONLY);
   auto again = o.fs->read_sync(*h, 0, 100);
   REQUIRE(again.ok());
   CHECK(*again == fx.contents.at("t/node_modules/pkg-3/index.js").substr(0, 100));
@@ -366,4 +369,40 @@ TEST_CASE("corrupted bytes from the store are refused and never cached; a bad ca
   CHECK(read_all(*o.fs, *walk(*o.fs, path)) == fx.contents.at(path));
   CHECK(o.fs->stats().frames_from_store >= 1);
   CHECK(o.fs->stats().frames_from_chunk_cache == 0);
+  CHECK(o.fs->stats().chunk_cache_bad >= 1);  // counted (and logged), not silently refetched
+}
+
+TEST_CASE("the kernel's retry of a timed-out read through the same handle fails at once: one timeout per read", "[unit]") {
+  Fixture fx(10);
+  fs::FilesystemConfig cfg;
+  cfg.read_timeout_ms = 400;
+  Open o = open_fs(fx.archive, fx.cache_dir, cfg);
+  const std::string path = "t/node_modules/pkg-2/index.js";
+  auto id = walk(*o.fs, path);
+  o.source->hang = true;
+  auto h = o.fs->open(*id, O_RDONLY);
+  auto first = o.fs->read_sync(*h, 0, 100);
+  REQUIRE_FALSE(first.ok());
+  CHECK(first.error().code() == ErrorCode::kTimeout);
+  // What the kernel does after a failed readahead: the same page again, same file, at once.
+  const auto start = std::chrono::steady_clock::now();
+  auto retry = o.fs->read_sync(*h, 0, 4096);
+  const auto waited = std::chrono::steady_clock::now() - start;
+  REQUIRE_FALSE(retry.ok());
+  CHECK(retry.error().code() == ErrorCode::kTimeout);
+  CHECK(waited < std::chrono::milliseconds(200));
+  CHECK(o.fs->stats().read_timeouts == 1);
+  // A new open is the job trying again: it goes to the store (which is back).
+  o.source->hang = false;
+  auto h2 = o.fs->open(*id, O_RDONLY);
+  auto fresh = o.fs->read_sync(*h2, 0, 100);
+  REQUIRE(fresh.ok());
+  CHECK(*fresh == fx.contents.at(path).substr(0, 100));
+  o.fs->release(*h2);
+  // And the first handle too, once a read timeout has passed since its failure.
+  std::this_thread::sleep_for(std::chrono::milliseconds(450));
+  auto later = o.fs->read_sync(*h, 0, 100);
+  REQUIRE(later.ok());
+  o.fs->release(*h);
+  o.source->release();
 }

@@ -1,0 +1,56 @@
+// SPDX-License-Identifier: MIT
+// File: fs/chunk_cache_check.h -- is the chunk cache's LMDB index safe to open? (issue 13)
+//
+// LMDB has no page checksums: a few flipped bytes in a live page of index.mdb send its B-tree
+// code through wild pointers (SIGSEGV, SIGBUS in the mount daemon or `cache gc`), and since the
+// cache is shared and persistent every later mount would crash the same way. A zeroed,
+// truncated or meta-damaged file fails every open with MDB_INVALID. The cache is disposable, so
+// the answer to damage is to set it aside and start afresh, once, with a warning.
+//
+// How damage is found: a forked child opens the index read-only (a reader like any other: it
+// registers in the lock file, so live writers never recycle the pages it walks) and walks
+// every table, the freelist included, touching every key and value and checking what LMDB
+// itself trusts blindly: each row lies inside the file, keys ascend, rows have the shape the
+// cache writes, the freelist names only pages of the file. A crash or an LMDB error in the child
+// is the verdict "damaged" too, and the parent never touches the pages itself. A
+// clean walk is remembered in index.mdb.checked, keyed by the file's device, inode, size,
+// mtime and ctime: every write changes ctime (user space cannot set it), so an unchanged file
+// is not walked again, and a file changed since (by a mount that then crashed, by a bit flip
+// that went through the filesystem) is. Cost: a fork and a walk of the rows, which are small
+// (a few hundred bytes per cached frame): measured in docs/reliability.md.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <string>
+
+#include "common/status.h"
+
+namespace lazycache::fs {
+
+struct IndexCheck {
+  bool damaged = false;
+  std::string problem;  // what the walk hit, when damaged
+};
+
+// Walks the LMDB file `path` in a child process (see above), at most `limit` (a child still
+// walking then is killed and the file counted as damaged). A file that does not exist, or that
+// cannot be opened for another reason than damage (EACCES), is not damaged: the caller's own
+// open reports that.
+// `map_size` is the cache's LMDB map size.
+IndexCheck check_index(const std::string& path, size_t map_size, std::chrono::milliseconds limit = std::chrono::seconds(30));
+
+// True when `path` is unchanged since mark_checked(path) recorded it.
+bool checked_before(const std::string& path);
+// Records the file's identity after a clean walk, unless it changed since `before` (its stat
+// line from identity_of()) was taken: a write racing the walk makes the next open walk again.
+void mark_checked(const std::string& path, const std::string& before);
+// "dev ino size mtime ctime" of `path`, or "" when it cannot be stat'ed.
+std::string identity_of(const std::string& path);
+
+// Moves `dir`/index.mdb aside as index.mdb.damaged (replacing an older one: one is kept for
+// inspection) and removes its lock file and marker, so that the next open creates an empty
+// index. Mounts still using the old file keep it (they have it open) and are unaffected.
+Status set_index_aside(const std::string& dir);
+
+}  // namespace lazycache::fs
