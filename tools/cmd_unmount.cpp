@@ -6,12 +6,12 @@
 #include <chrono>
 #include <iostream>
 #include <set>
-#include <thread>
 
 #include "fs/local_files.h"
 #include "tools/command.h"
 #include "tools/mount_holders.h"
 #include "tools/mount_state.h"
+#include "tools/process_exit.h"
 #include "tools/unmount_save.h"
 
 namespace lazycache::cli {
@@ -28,22 +28,19 @@ void print_figures(const std::string& path, const fs::MountStats& stats, bool js
   }
 }
 
-// Waits until the daemon has written its final figures and exited; returns its last state.
+// Waits until the daemon has exited (it writes its final figures just before), then returns its
+// last state; nullopt if it has not marked them final within kDaemonExitWait.
 std::optional<DaemonState> wait_for_daemon(const DaemonState& d) {
-  const auto deadline = std::chrono::steady_clock::now() + kDaemonExitWait;
-  std::optional<DaemonState> last = d;
-  while (std::chrono::steady_clock::now() < deadline) {
-    auto text = fs::read_whole_file(d.state_path, 16 << 20);
-    if (text.ok()) {
-      if (auto st = DaemonState::parse(*text); st.ok()) {
-        last = std::move(st).value();
-        last->state_path = d.state_path;
-      }
+  (void)wait_for_process_exit(d.pid, kDaemonExitWait, [&d] { return daemon_alive(d); });
+  DaemonState last = d;
+  auto text = fs::read_whole_file(d.state_path, 16 << 20);
+  if (text.ok()) {
+    if (auto st = DaemonState::parse(*text); st.ok()) {
+      last = std::move(st).value();
+      last.state_path = d.state_path;
     }
-    if (last->stopped && !daemon_alive(*last)) return last;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  return last->stopped ? last : std::nullopt;
+  return last.stopped ? std::optional<DaemonState>(std::move(last)) : std::nullopt;
 }
 
 // The unmount itself failed (EBUSY: a file was opened after the busy check, or without --save).

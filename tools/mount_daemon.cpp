@@ -9,12 +9,18 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <thread>
 
 #include "fs/local_files.h"
 #include "tools/mount_state.h"
 
 namespace lazycache::cli {
 namespace {
+
+// Raised by the daemon itself when one of its mounts ends (unmounted from outside), so serve()
+// writes the final figures and exits at once instead of at its next 500 ms state rewrite: that
+// wait was all of an idle `lazycache unmount`'s 0.5 s.
+constexpr int kMountEndedSignal = SIGUSR2;
 
 sigset_t stop_signals() {
   sigset_t set;
@@ -23,6 +29,7 @@ sigset_t stop_signals() {
   sigaddset(&set, SIGTERM);
   sigaddset(&set, SIGHUP);
   sigaddset(&set, SIGUSR1);  // "write your figures now" (status, unmount)
+  sigaddset(&set, kMountEndedSignal);
   return set;
 }
 
@@ -141,6 +148,15 @@ int serve(fs::Filesystem& filesystem, std::vector<std::unique_ptr<fs::FuseMount>
     ignore_error(fs::replace_file(file, access), "the hot list is an optimisation");
   };
   const sigset_t set = stop_signals();
+  // One waiter per mount: the signal wakes the sigtimedwait below (every thread blocks it, so
+  // it stays pending for that call). Joined before return: each ends once its mount has.
+  std::vector<std::jthread> waiters;
+  for (auto& m : mounts) {
+    waiters.emplace_back([mount = m.get()] {
+      mount->wait();
+      ::kill(::getpid(), kMountEndedSignal);
+    });
+  }
   bool stopping = false;
   while (true) {
     bool all_done = true;
@@ -149,7 +165,7 @@ int serve(fs::Filesystem& filesystem, std::vector<std::unique_ptr<fs::FuseMount>
     timespec wait{0, 500 * 1000 * 1000};
     siginfo_t si;
     int sig = ::sigtimedwait(&set, &si, &wait);
-    if (sig > 0 && sig != SIGUSR1 && !stopping) {
+    if (sig > 0 && sig != SIGUSR1 && sig != kMountEndedSignal && !stopping) {
       std::cerr << "lazycache: signal " << sig << ": unmounting\n";
       stopping = true;
       for (auto& m : mounts) m->stop();
@@ -161,6 +177,7 @@ int serve(fs::Filesystem& filesystem, std::vector<std::unique_ptr<fs::FuseMount>
     write_state();
   }
   // Every mount point is gone, so no new request can arrive: the figures are final.
+  waiters.clear();
   write_access(base + ".access");
   state.stopped = true;
   write_state();

@@ -66,7 +66,8 @@ struct ServeInfo {
 
 // Writes the state file, then serves until every mount has ended (unmounted from outside, or
 // SIGINT/SIGTERM/SIGHUP, which detach them all). Rewrites the state file every 500 ms, at once on
-// SIGUSR1, and once more, marked stopped, at the end, with the access order. Returns the exit code.
+// SIGUSR1, and once more, marked stopped, as soon as the last mount has ended (a mount's end
+// raises SIGUSR2 in the daemon, which wakes the wait), with the access order. Returns the exit code.
 int serve(fs::Filesystem& filesystem, std::vector<std::unique_ptr<fs::FuseMount>>& mounts, const ServeInfo& info);
 
 }  // namespace lazycache::cli
