@@ -242,6 +242,13 @@ Status IndexImpl::validate() {
     root.member_prefix = std::string(str(load_le32(r + 12), load_le32(r + 16)));
     if (const char* why = root_path_problem(root.original_path))
       return corrupt("root " + std::to_string(i) + " original path " + quote_path(root.original_path) + " " + why);
+    // Pack saves "/base/a/b" as member prefix "a/b", the path of the root's entry.
+    const std::string entry_path = path(root.entry);
+    if (root.member_prefix != entry_path || root.original_path.size() < entry_path.size() + 1 ||
+        root.original_path.compare(root.original_path.size() - entry_path.size(), entry_path.size(), entry_path) != 0 ||
+        root.original_path[root.original_path.size() - entry_path.size() - 1] != '/')
+      return corrupt("root " + std::to_string(i) + " original path " + quote_path(root.original_path) + " and member prefix " +
+                     quote_path(root.member_prefix) + " do not end in the root entry's path " + quote_path(entry_path));
     for (const auto& other : roots_)
       if (path_within(root.original_path, other.original_path) || path_within(other.original_path, root.original_path))
         return corrupt("root " + std::to_string(i) + " original path " + quote_path(root.original_path) + " overlaps root path " +

@@ -134,3 +134,18 @@ TEST_CASE("index: lookups, children, paths, frames_for_range on a packed tree", 
   CHECK(idx.frames().size() > 10);
   CHECK(idx.totals().file_count == 302);
 }
+
+TEST_CASE("tar: an xattr name with a NUL or an empty name is kCorrupt", "[format][tar]") {
+  // listxattr(2) separates names by NUL: "user.a\0b" would show as two names.
+  for (std::string name : {std::string("user.a\0b", 8), std::string()}) {
+    format::TarMember m;
+    m.path = "f";
+    m.xattrs = {{name, "v"}};
+    std::string stream = format::tar_header_bytes(m) + format::tar_end_blocks();
+    format::TarReader reader(StreamReader{stream});
+    auto r = reader.next();
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().code() == ErrorCode::kCorrupt);
+    CHECK_THAT(r.error().message(), Catch::Contains("xattr name"));
+  }
+}

@@ -181,6 +181,12 @@ std::vector<HostileCase> make_hostile_cases() {
     add(name, why, RefuseAt::kOpen, "original path", "", f);
   }
   {
+    // The original path must end in the root entry's path, as pack writes it.
+    ArchiveForge f("/hostile/elsewhere");
+    f.add_file(f.root(), "a.txt", "alpha\n");
+    add("root_path_not_entry_path", "a root path that does not end in its entry's path", RefuseAt::kOpen, "member prefix", "", f);
+  }
+  {
     // Restore writes each root at its path: a root inside another could sit under a symlink
     // the first one creates.
     ArchiveForge f = base_tree();
