@@ -39,6 +39,8 @@ MIXED_SCALE=1 FX_ROOT=${LC_BENCH_FIXTURES:-$HERE/work/fixtures}
 LARGE_LIST=$HERE/fixture-large/packages.txt LARGE_MODE=full LARGE_DIR=large RANDOM_MIB=512
 # Rows of the large and random fixtures run at most this often (each run moves GBs over the link).
 BIG_RUNS_MAX=${LC_BENCH_BIG_RUNS:-1}
+# The link profiles the large fixture runs on (default: every profile of the run).
+LARGE_PROFILES=${LC_BENCH_LARGE_PROFILES:-}
 usage() { sed -n '3,4p' "$SCRIPTS/run.sh" | sed 's/^# //' >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case $1 in
@@ -74,6 +76,7 @@ elif [ $QUICK = 1 ]; then
 else
   RUNS=${RUNS:-2} PROFILES=${PROFILES:-hosted far} FIXTURES=${FIXTURES:-node mixed large random} OUT=${OUT:-$HERE}
 fi
+LARGE_PROFILES=${LARGE_PROFILES:-$PROFILES}
 [ "$(id -u)" = 0 ] || { echo "run.sh: run as root (drop_caches, FUSE mounts, apt-get)" >&2; exit 1; }
 INVOCATION="bench/run.sh $*"
 [ $QUICK = 1 ] && INVOCATION="bench/run.sh --quick"
@@ -297,6 +300,7 @@ for prof in $PROFILES; do
   start_proxy "$prof"
   say "link profile $prof: store at $E through lc-link-proxy"
   for fx in $FIXTURES; do
+    if [ "$fx" = large ] && [[ " $LARGE_PROFILES " != *" $prof "* ]]; then say "large fixture: not on $prof (LC_BENCH_LARGE_PROFILES)"; continue; fi
     if [ "$fx" = random ]; then run_transfer_scenarios "$fx" "$prof"; else run_link_scenarios "$fx" "$prof"; fi
   done
   stop_proxy
