@@ -16,7 +16,7 @@ value_row() {
 rss_kib() {  # rss_kib PID FIELD(VmHWM|VmRSS)
   awk -v f="$2:" '$1 == f { print $2 }' "/proc/$1/status" 2>/dev/null || echo 0
 }
-mib() { echo "scale=1; $1 / 1048576" | bc; }
+mib() { awk -v b="$1" 'BEGIN { printf "%.1f", b / 1048576 }'; }
 
 # --- lazycache command lines, kept in one place as the CLI lands ---
 LC_STORE_OPTS=()
