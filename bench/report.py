@@ -565,7 +565,8 @@ plot "{dat_r}" using 0:2:($0 - 0.4):($0 + 0.4):(1):2:xtic(1) with boxxyerror not
 unset arrow 1
 unset logscale y
 set autoscale x
-set yrange [0:*]
+set autoscale y
+set xzeroaxis lt -1
 set title "cache overhead: (restore or mount) + job + unmount - job alone on a local tree (seconds; lower is better)"
 set key top left
 plot "{dat_o}" using 2:xtic(1) title "lazycache mount" lc rgb "#1b9e77", "" using 3 title "best peer" lc rgb "#7570b3"

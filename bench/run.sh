@@ -39,6 +39,8 @@ MIXED_SCALE=1 FX_ROOT=${LC_BENCH_FIXTURES:-$HERE/work/fixtures}
 LARGE_LIST=$HERE/fixture-large/packages.txt LARGE_MODE=full LARGE_DIR=large RANDOM_MIB=512
 # Rows of the large and random fixtures run at most this often (each run moves GBs over the link).
 BIG_RUNS_MAX=${LC_BENCH_BIG_RUNS:-1}
+# The link profiles the large fixture runs on (default: every profile of the run).
+LARGE_PROFILES=${LC_BENCH_LARGE_PROFILES:-}
 usage() { sed -n '3,4p' "$SCRIPTS/run.sh" | sed 's/^# //' >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case $1 in
@@ -74,6 +76,7 @@ elif [ $QUICK = 1 ]; then
 else
   RUNS=${RUNS:-2} PROFILES=${PROFILES:-hosted far} FIXTURES=${FIXTURES:-node mixed large random} OUT=${OUT:-$HERE}
 fi
+LARGE_PROFILES=${LARGE_PROFILES:-$PROFILES}
 [ "$(id -u)" = 0 ] || { echo "run.sh: run as root (drop_caches, FUSE mounts, apt-get)" >&2; exit 1; }
 INVOCATION="bench/run.sh $*"
 [ $QUICK = 1 ] && INVOCATION="bench/run.sh --quick"
@@ -168,7 +171,8 @@ not_measured() {  # not_measured SCEN FX PROF TOOL WHY
 NOTE='{}'
 measure() {
   local scen=$1 fx=$2 prof=$3 tool=$4 prep=$5 cmd=$6 after=${7:-} i t0 t1 times=() runs=$RUNS
-  case $fx in large|random) [ "$runs" -le "$BIG_RUNS_MAX" ] || runs=$BIG_RUNS_MAX ;; esac
+  # The job alone moves nothing over the link and is the reference of every overhead: all runs.
+  case $fx:$tool in "large:job alone"*) ;; large:*|random:*) [ "$runs" -le "$BIG_RUNS_MAX" ] || runs=$BIG_RUNS_MAX ;; esac
   NOTE='{}'
   for ((i = 1; i <= runs; i++)); do
     eval "$prep" >>"$LOG" 2>&1 || { not_measured "$scen" "$fx" "$prof" "$tool" "prepare failed: $prep (see log)"; return 0; }
@@ -229,10 +233,10 @@ if [ -n "${TREE[node]:-}" ]; then
 fi
 # The large fixture's job reads, besides what its programs load (about 18 % of the tree's bytes
 # with the kernel's readahead: libLLVM, the JDK's modules, cc1, Python's extension modules), every
-# 50th regular file in C-locale path order (about 1.5 %); job_share measures the total each run.
+# 200th regular file in C-locale path order (about 0.4 %); job_share measures the total each run.
 JOB_LARGE_LIST=$W/job-large-files.txt
 if [ -n "${TREE[large]:-}" ]; then
-  (cd "${TREE[large]}" && find . -type f -printf '%P\n' | LC_ALL=C sort | awk 'NR % 50 == 1') > "$JOB_LARGE_LIST"
+  (cd "${TREE[large]}" && find . -type f -printf '%P\n' | LC_ALL=C sort | awk 'NR % 200 == 1') > "$JOB_LARGE_LIST"
 fi
 
 # ---- store ----
@@ -297,6 +301,7 @@ for prof in $PROFILES; do
   start_proxy "$prof"
   say "link profile $prof: store at $E through lc-link-proxy"
   for fx in $FIXTURES; do
+    if [ "$fx" = large ] && [[ " $LARGE_PROFILES " != *" $prof "* ]]; then say "large fixture: not on $prof (LC_BENCH_LARGE_PROFILES)"; continue; fi
     if [ "$fx" = random ]; then run_transfer_scenarios "$fx" "$prof"; else run_link_scenarios "$fx" "$prof"; fi
   done
   stop_proxy
