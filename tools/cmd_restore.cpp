@@ -13,6 +13,7 @@
 
 #include "format/archive.h"
 #include "format/extractor.h"
+#include "format/quote.h"
 #include "remote/object_byte_source.h"
 #include "tools/command.h"
 #include "tools/fuse_probe.h"
@@ -70,7 +71,7 @@ int extract(const ArgParser& args, std::shared_ptr<remote::ObjectStore> store, c
       }
       if (!found) {
         std::string saved;
-        for (const auto& r : index.roots()) saved += " " + r.original_path;
+        for (const auto& r : index.roots()) saved += " " + format::quote_path_if_needed(r.original_path);
         return report_error("restore", Status(ErrorCode::kNotFound, want + " is not a path saved in this entry (saved:" + saved + ")"));
       }
     }
