@@ -30,6 +30,15 @@ def leaks(text):
     return [s for s in SECRETS if s in text]
 
 
+def daemon_proc_file(h, mnt, name):
+    """/proc/PID/<name> of the daemon serving mnt, as text."""
+    pid = h.daemon_pid(mnt)
+    if pid is None:
+        raise AssertionError("no daemon serves %s" % mnt)
+    with open("/proc/%d/%s" % (pid, name), "rb") as f:
+        return f.read().decode(errors="replace")
+
+
 def main():
     code = lc_harness.cannot_run(__doc__)
     if code is not None:
@@ -66,11 +75,7 @@ def main():
         # One file read through the mount: the bytes are right, the URL worked.
         if lc_harness.read_file(os.path.join(mnt, "f00.bin")) != h.files["f00.bin"]:
             failures.append("f00.bin read wrong bytes through the mount")
-        pid = h.daemon_pid(mnt)
-        if pid is None:
-            raise AssertionError("no daemon serves %s" % mnt)
-        with open("/proc/%d/cmdline" % pid, "rb") as f:
-            cmdline = f.read().decode(errors="replace")
+        cmdline = daemon_proc_file(h, mnt, "cmdline")
         check("the daemon's /proc/PID/cmdline", cmdline)
         if "127.0.0.1" not in cmdline:
             failures.append("the daemon's command line lost the host too: %r" % cmdline)
@@ -133,11 +138,7 @@ def main():
         if p.returncode != 0:
             raise AssertionError("mount from $LAZYCACHE_STORE failed (%d): %s" % (p.returncode, p.stderr))
         check("mount's output (store from the environment)", p.stdout + p.stderr)
-        pid = h.daemon_pid(mnt2)
-        if pid is None:
-            raise AssertionError("no daemon serves %s" % mnt2)
-        with open("/proc/%d/environ" % pid, "rb") as f:
-            environ = f.read().decode(errors="replace")
+        environ = daemon_proc_file(h, mnt2, "environ")
         check("the daemon's /proc/PID/environ", environ)
         if "LAZYCACHE_STORE=http://***@127.0.0.1" not in environ:
             failures.append("the daemon's environment lost the redacted store URL: %r" % environ[:500])
