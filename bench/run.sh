@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# bench/run.sh [--quick] [--runs N] [--profiles "hosted far"] [--fixtures "node mixed"]
+# bench/run.sh [--quick] [--runs N] [--profiles "hosted far"] [--fixtures "node mixed large random"]
 #              [--out DIR] [--build DIR] [--keep-work] [--skip-local] [--no-build]
 #              [--merge-tsv FILE]
-#        bench/run.sh --smoke --out DIR   (seconds: tiny mixed tree, loopback; `make test` runs it)
+#        bench/run.sh --smoke --out DIR   (under a minute: tiny trees, loopback; `make test` runs it)
 #
 # The benchmark suite: lazycache against the tools CI users run today, on the same fixture, the
 # same store and the same emulated link, in one run. See bench/README.md for what each scenario
 # measures and why.
 #   1. builds lazycache and the link emulator (lc-link-proxy) in --build (default build/)
-#   2. builds the fixtures (bench/make-fixture-*.sh) under bench/work/fixtures (kept between runs)
+#   2. builds the fixtures (bench/make-fixture-*.sh) under $LC_BENCH_FIXTURES (default
+#      bench/work/fixtures; kept between runs and shareable between checkouts)
 #   3. starts Swift s3api on loopback (tests/servers/swift-s3.sh) and, per link profile, an
 #      lc-link-proxy in front of it; every client talks to the store through the proxy
 #   4. runs every scenario --runs times (medians quoted) and writes results.tsv, results.json,
@@ -24,7 +25,7 @@ set -euo pipefail
 if [ -z "${LC_BENCH_SCRIPTS:-}" ]; then
   here=$(cd "$(dirname "$0")" && pwd)
   snap=$(mktemp -d /tmp/lc-bench-scripts.XXXXXX)
-  cp "$here/run.sh" "$here/scenarios.sh" "$here/report.py" "$snap/"
+  cp "$here/run.sh" "$here/scenarios.sh" "$here/report.py" "$here/fixture-large/job.sh" "$snap/"
   LC_BENCH_SCRIPTS=$snap LC_BENCH_HOME=$here exec bash "$snap/run.sh" "$@"
 fi
 SCRIPTS=$LC_BENCH_SCRIPTS
@@ -33,7 +34,11 @@ HERE=$LC_BENCH_HOME
 ROOT=$(dirname "$HERE")
 
 QUICK=0 SMOKE=0 RUNS= PROFILES= FIXTURES= OUT= BUILD=${LC_BUILD:-$ROOT/build} KEEP=0 SKIP_LOCAL=0 NO_BUILD=0 MERGE_TSV=
-MIXED_SCALE=1 FX_ROOT=$HERE/work/fixtures
+MIXED_SCALE=1 FX_ROOT=${LC_BENCH_FIXTURES:-$HERE/work/fixtures}
+# The large fixture's package list and job mode; the random fixture's size (the seeds' 512 MiB).
+LARGE_LIST=$HERE/fixture-large/packages.txt LARGE_MODE=full LARGE_DIR=large RANDOM_MIB=512
+# Rows of the large and random fixtures run at most this often (each run moves GBs over the link).
+BIG_RUNS_MAX=${LC_BENCH_BIG_RUNS:-1}
 usage() { sed -n '3,4p' "$SCRIPTS/run.sh" | sed 's/^# //' >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case $1 in
@@ -55,16 +60,19 @@ while [ $# -gt 0 ]; do
 done
 SQUASHFUSES="squashfuse squashfuse_ll"
 if [ $SMOKE = 1 ]; then
-  # The bench entry point exercised end to end in seconds, so that it cannot rot: every scenario
-  # that does not need the node fixture, on a ~3 MiB mixed tree, over loopback, once.
+  # The bench entry point exercised end to end in under a minute, so that it cannot rot: every
+  # scenario that does not need the node fixture, on a ~3 MiB mixed tree, a large-fixture tree of
+  # three small pure-Python packages (the same code path as the 2.3 GB one) and a 12 MiB random
+  # payload, over loopback, once.
   [ -n "$OUT" ] || { echo "run.sh: --smoke needs --out DIR" >&2; exit 2; }
-  QUICK=1 SQUASHFUSES=squashfuse_ll RUNS=1 PROFILES=loopback FIXTURES=mixed MIXED_SCALE=0.01
-  FX_ROOT=$OUT/fixtures
+  QUICK=1 SQUASHFUSES=squashfuse_ll RUNS=1 PROFILES=loopback FIXTURES="mixed large random" MIXED_SCALE=0.01
+  FX_ROOT=$OUT/fixtures LARGE_LIST=$HERE/fixture-large/packages-smoke.txt LARGE_MODE=smoke LARGE_DIR=large-smoke
+  RANDOM_MIB=12
 elif [ $QUICK = 1 ]; then
   SQUASHFUSES=squashfuse_ll
   RUNS=${RUNS:-1} PROFILES=${PROFILES:-hosted} FIXTURES=${FIXTURES:-node} OUT=${OUT:-$HERE/out/quick}
 else
-  RUNS=${RUNS:-3} PROFILES=${PROFILES:-hosted far} FIXTURES=${FIXTURES:-node mixed} OUT=${OUT:-$HERE}
+  RUNS=${RUNS:-2} PROFILES=${PROFILES:-hosted far} FIXTURES=${FIXTURES:-node mixed large random} OUT=${OUT:-$HERE}
 fi
 [ "$(id -u)" = 0 ] || { echo "run.sh: run as root (drop_caches, FUSE mounts, apt-get)" >&2; exit 1; }
 INVOCATION="bench/run.sh $*"
@@ -78,6 +86,7 @@ tools="zstd:zstd curl:curl rclone:rclone squashfuse:squashfuse squashfuse_ll:squ
        mksquashfs:squashfs-tools gnuplot:gnuplot-nox jq:jq bc:bc node:nodejs
        fusermount3:fuse3 openssl:openssl python3:python3 cmake:cmake"
 case " $FIXTURES " in *" node "*) tools="$tools npm:npm" ;; esac   # npm only builds the node fixture
+case " $FIXTURES " in *" large "*) tools="$tools fincore:util-linux" ;; esac
 for t in $tools; do
   command -v "${t%%:*}" >/dev/null || need+=("${t#*:}")
 done
@@ -88,6 +97,14 @@ if [ ${#need[@]} -gt 0 ]; then
     { apt-get update -qq && apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null; }
 fi
 "$ROOT/.ci/install-deps.sh"
+# What the large fixture's job takes from the runner rather than from the tree: LLVM's shared
+# libraries, and /etc/java-17-openjdk, which the tree's JDK reaches through absolute symlinks.
+if [ "$LARGE_MODE" = full ] && [[ " $FIXTURES " = *" large "* ]]; then
+  runner_pkgs=(openjdk-17-jre-headless libz3-4 libedit2 libxml2 libffi8 python3)
+  dpkg -s "${runner_pkgs[@]}" >/dev/null 2>&1 || {
+    echo "run.sh: installing ${runner_pkgs[*]} (the large fixture's job needs them on the runner)"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${runner_pkgs[@]}" >/dev/null; }
+fi
 
 # ---- build ----
 if [ $NO_BUILD = 1 ]; then
@@ -150,9 +167,10 @@ not_measured() {  # not_measured SCEN FX PROF TOOL WHY
 # run; COMMAND is timed (wall clock). NOTE (a JSON object) may be set by AFTER via $NOTE.
 NOTE='{}'
 measure() {
-  local scen=$1 fx=$2 prof=$3 tool=$4 prep=$5 cmd=$6 after=${7:-} i t0 t1 times=()
+  local scen=$1 fx=$2 prof=$3 tool=$4 prep=$5 cmd=$6 after=${7:-} i t0 t1 times=() runs=$RUNS
+  case $fx in large|random) [ "$runs" -le "$BIG_RUNS_MAX" ] || runs=$BIG_RUNS_MAX ;; esac
   NOTE='{}'
-  for ((i = 1; i <= RUNS; i++)); do
+  for ((i = 1; i <= runs; i++)); do
     eval "$prep" >>"$LOG" 2>&1 || { not_measured "$scen" "$fx" "$prof" "$tool" "prepare failed: $prep (see log)"; return 0; }
     echo "### $scen $fx $prof $tool run $i: $cmd" >>"$LOG"
     t0=$EPOCHREALTIME
@@ -187,7 +205,9 @@ for fx in $FIXTURES; do
   case $fx in
     node) "$HERE/make-fixture-node.sh" "$FX_ROOT/node" >&2; TREE[node]=$FX_ROOT/node/node_modules ;;
     mixed) "$HERE/make-fixture-mixed.sh" "$FX_ROOT/mixed" "$MIXED_SCALE" >&2; TREE[mixed]=$FX_ROOT/mixed ;;
-    *) echo "run.sh: unknown fixture $fx (node, mixed)" >&2; exit 2 ;;
+    large) "$HERE/make-fixture-large.sh" "$FX_ROOT/$LARGE_DIR" "$LARGE_LIST" >&2; TREE[large]=$FX_ROOT/$LARGE_DIR/tree ;;
+    random) "$HERE/make-fixture-random.sh" "$FX_ROOT/random-$RANDOM_MIB" "$RANDOM_MIB" >&2; TREE[random]=$FX_ROOT/random-$RANDOM_MIB/payload ;;
+    *) echo "run.sh: unknown fixture $fx (node, mixed, large, random)" >&2; exit 2 ;;
   esac
 done
 fx_bytes() { du -sb --exclude=.fixture-stamp "${TREE[$1]}" | cut -f1; }
@@ -206,6 +226,13 @@ if [ -n "${TREE[node]:-}" ]; then
      d=${d%/}
      case $d in @*) for s in "$d"/*/; do echo "${s%/}"; done ;; *) echo "$d" ;; esac
    done | LC_ALL=C sort | awk 'NR % 7 == 1' | while read -r p; do find "$p" -type f; done | LC_ALL=C sort) > "$JOB_PKG_LIST"
+fi
+# The large fixture's job reads, besides what its programs load (about 18 % of the tree's bytes
+# with the kernel's readahead: libLLVM, the JDK's modules, cc1, Python's extension modules), every
+# 50th regular file in C-locale path order (about 1.5 %); job_share measures the total each run.
+JOB_LARGE_LIST=$W/job-large-files.txt
+if [ -n "${TREE[large]:-}" ]; then
+  (cd "${TREE[large]}" && find . -type f -printf '%P\n' | LC_ALL=C sort | awk 'NR % 50 == 1') > "$JOB_LARGE_LIST"
 fi
 
 # ---- store ----
@@ -263,11 +290,15 @@ MACHINE=$(jq -n --arg cpu "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- 
 
 # ---- run ----
 say "work dir $W; runs $RUNS; profiles: $PROFILES; fixtures: $FIXTURES"
-if [ $SKIP_LOCAL = 0 ]; then for fx in $FIXTURES; do run_local_scenarios "$fx"; done; fi
+# Local scenarios (pack, warm reads) on the trees of node and mixed: on the large tree they would
+# take longer than the rest of the run, and the random payload is not a tree.
+if [ $SKIP_LOCAL = 0 ]; then for fx in $FIXTURES; do case $fx in large|random) ;; *) run_local_scenarios "$fx" ;; esac; done; fi
 for prof in $PROFILES; do
   start_proxy "$prof"
   say "link profile $prof: store at $E through lc-link-proxy"
-  for fx in $FIXTURES; do run_link_scenarios "$fx" "$prof"; done
+  for fx in $FIXTURES; do
+    if [ "$fx" = random ]; then run_transfer_scenarios "$fx" "$prof"; else run_link_scenarios "$fx" "$prof"; fi
+  done
   stop_proxy
 done
 MACHINE=$(jq -c --arg load "$(cut -d' ' -f1-3 /proc/loadavg)" --arg ended "$(date -u +%Y-%m-%dT%H:%M:%SZ)" \

@@ -49,6 +49,45 @@ JOB_CMD='(cd "$JOBP" && node_modules/.bin/tsc --version && node_modules/.bin/esl
 # The same step reading whole packages instead of scattered files (see JOB_PKG_LIST in run.sh).
 JOB_PKG_CMD=${JOB_CMD//JOB_LIST/JOB_PKG_LIST}
 READ_ALL='find "$JOBD" -type f -print0 | xargs -0 cat > /dev/null'
+# The large fixture's step (bench/fixture-large/job.sh, run from the run's private copy): real
+# programs of the tree, then the fixed list of files. Its output goes to the log.
+JOB_LARGE_CMD='"$SCRIPTS/job.sh" "$JOBD" "$W/job-out" "$JOB_LARGE_LIST" "$LARGE_MODE"'
+
+# The state every way of a job starts from (issue 14, point 3): the tree removed and lazycache's
+# chunk cache cleared, so the cache is cold for all; the page cache is NOT dropped, and the
+# programs outside the tree are run once, so they are as warm as for the job alone (dropping the
+# page cache before a way but not before the reference would count the tools' own cold start as
+# cache overhead).
+warm_tools() {
+  "$LC" --version; $CURL --version; zstd -V; tar --version; rclone version; /usr/bin/python3 -c pass
+  node -v 2>/dev/null || true
+}
+PREP_COLD_TREE='lc_unmount "$JOBD"; rm -rf "$JOBD" "$W/dl.tar.zst"; lc_clear_cache; warm_tools'
+PREP_COLD_MOUNT=$PREP_COLD_TREE'; mkdir -p "$JOBD"'
+# The job alone: a complete local tree at the job's path (copied from the fixture if a way left it
+# incomplete), then the job once untimed, so the tree and the programs are in the page cache.
+PREP_ALONE='lc_unmount "$JOBD"; if [ "$(cd "$T" && find . | LC_ALL=C sort | md5sum)" != "$(cd "$JOBD" 2>/dev/null && find . | LC_ALL=C sort | md5sum)" ]; then rm -rf "$JOBD"; mkdir -p "$JOBP"; cp -a "$T" "$JOBP/"; fi; '
+
+# job_share JOBCMD: the bytes of the tree's files the job brings into the page cache (what it
+# reads, with the kernel's readahead), on the local tree at $JOBD: its pages are evicted first
+# (POSIX_FADV_DONTNEED on each file; nothing else's page cache is touched), then the job runs
+# and fincore counts what is resident. Prints the byte count.
+job_share() {
+  sync
+  /usr/bin/python3 -c '
+import os, sys
+for root, dirs, files in os.walk(sys.argv[1]):
+    for f in files:
+        p = os.path.join(root, f)
+        if not os.path.islink(p):
+            fd = os.open(p, os.O_RDONLY)
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            os.close(fd)' "$JOBD"
+  eval "$1" >>"$LOG" 2>&1
+  # One path per inode: a hardlinked file's pages are counted once, as du counts its bytes.
+  (cd "$JOBD" && find . -type f -printf '%i %P\n' | sort -u -k1,1 | cut -d' ' -f2- | tr '\n' '\0' |
+     xargs -0 -r fincore -b -n -o RES) | awk '{ s += $1 } END { print s + 0 }'
+}
 
 # ---- local scenarios: no store, no link ----
 run_local_scenarios() {
@@ -139,6 +178,16 @@ lc_local_warm() {
 }
 
 # ---- scenarios over the store and the emulated link ----
+# restore_peer_rows SCEN: the full restore's peers, each from an empty target and a dropped page
+# cache (uses the caller's fx, prof, OBJ, JOBP, JOBD and PREP_EMPTY).
+restore_peer_rows() {
+  measure "$1" "$fx" "$prof" "curl GET, then zstd -d | tar -x" "$PREP_EMPTY" \
+    '$CURL -o "$W/dl.tar.zst" "$E/$BUCKET/$OBJ" && zstd -dc "$W/dl.tar.zst" | tar -xf - -C "$JOBP"'
+  measure "$1" "$fx" "$prof" "curl | zstd -d | tar -x" "$PREP_EMPTY" \
+    '$CURL "$E/$BUCKET/$OBJ" | zstd -dc | tar -xf - -C "$JOBP"'
+  measure "$1" "$fx" "$prof" "rclone 8 streams, then extract" "$PREP_EMPTY" \
+    'rclone copyto "s3:$BUCKET/$OBJ" "$W/dl.tar.zst" $RCLONE_FLAGS && zstd -dc "$W/dl.tar.zst" | tar -xf - -C "$JOBP"'
+}
 run_link_scenarios() {
   local fx=$1 prof=$2 T=${TREE[$1]}
   # The job's directory: a copy of the fixture at a fixed path, as a CI cache path would be.
@@ -162,7 +211,13 @@ run_link_scenarios() {
   if lc_has save; then
     measure save "$fx" "$prof" "lazycache save" 'next_seq' \
       '"$LC" save "${LC_STORE_OPTS[@]}" --key "$fx-$prof-$SEQ" "$JOBD"'
-    "$LC" save "${LC_STORE_OPTS[@]}" --key "$KEY" "$JOBD" >>"$LOG" 2>&1 || true
+    # The entry the later scenarios read: the last timed save's when it was measured (saving 2.3 GB
+    # once more would cost a minute), else one saved now.
+    if [ "$(tail -1 "$TSV" | cut -f4-5 | grep -c '^lazycache save	[0-9]')" = 1 ]; then
+      KEY=$fx-$prof-$SEQ
+    else
+      "$LC" save "${LC_STORE_OPTS[@]}" --key "$KEY" "$JOBD" >>"$LOG" 2>&1 || true
+    fi
   else
     not_measured save "$fx" "$prof" "lazycache save" "$(lc_why save)"
   fi
@@ -170,12 +225,7 @@ run_link_scenarios() {
   # full restore: every byte downloaded and every file created before the job can start.
   say "full restore ($fx, $prof)"
   local PREP_EMPTY='rm -rf "$JOBD" "$W/dl.tar.zst"; drop_caches'
-  measure restore "$fx" "$prof" "curl GET, then zstd -d | tar -x" "$PREP_EMPTY" \
-    '$CURL -o "$W/dl.tar.zst" "$E/$BUCKET/$OBJ" && zstd -dc "$W/dl.tar.zst" | tar -xf - -C "$JOBP"'
-  measure restore "$fx" "$prof" "curl | zstd -d | tar -x" "$PREP_EMPTY" \
-    '$CURL "$E/$BUCKET/$OBJ" | zstd -dc | tar -xf - -C "$JOBP"'
-  measure restore "$fx" "$prof" "rclone 8 streams, then extract" "$PREP_EMPTY" \
-    'rclone copyto "s3:$BUCKET/$OBJ" "$W/dl.tar.zst" $RCLONE_FLAGS && zstd -dc "$W/dl.tar.zst" | tar -xf - -C "$JOBP"'
+  restore_peer_rows restore
   if lc_has restore && lc_has_opt restore --extract; then
     measure restore "$fx" "$prof" "lazycache restore --extract" "$PREP_EMPTY" \
       '"$LC" restore "${LC_STORE_OPTS[@]}" --key "$KEY" --extract "$JOBD"'
@@ -198,31 +248,22 @@ run_link_scenarios() {
     not_measured mount_ready "$fx" "$prof" "lazycache mount" "$(lc_why mount)"
   fi
 
-  # partial job (node): the job reads about 14 % of the files.
+  # partial jobs: node's (about 14 % of the files) and the large fixture's (5-20 % of the bytes).
   if [ "$fx" = node ]; then
-    say "partial job ($fx, $prof)"
     local job_bytes
     job_bytes=$(cd "$T" && xargs -a "$JOB_LIST" -d '\n' stat -c %s | awk '{ s += $1 } END { print s }')
-    measure job "$fx" "$prof" "actions/cache: curl, extract, job" "$PREP_EMPTY" \
-      '$CURL -o "$W/dl.tar.zst" "$E/$BUCKET/$OBJ" && zstd -dc "$W/dl.tar.zst" | tar -xf - -C "$JOBP" && '"$JOB_CMD"
-    # The floor: the job on the tree the row above just extracted (as a CI step after a restore).
-    measure job "$fx" "$prof" "job alone on a local tree" ':' "$JOB_CMD"
-    if lc_has restore && lc_has_opt restore --extract; then
-      measure job "$fx" "$prof" "lazycache restore --extract, job" "$PREP_EMPTY" \
-        '"$LC" restore "${LC_STORE_OPTS[@]}" --key "$KEY" --extract "$JOBD" && '"$JOB_CMD"
-    else
-      not_measured job "$fx" "$prof" "lazycache restore --extract, job" "$(lc_why restore) (or no --extract)"
-    fi
-    if lc_has mount; then
-      measure job "$fx" "$prof" "lazycache mount, job, unmount" "$PREP_MOUNT"'; B0=$(fetched_bytes)' \
-        '"$LC" mount "${LC_STORE_OPTS[@]}" --key "$KEY" "$JOBD" && '"$JOB_CMD"' && lc_unmount "$JOBD"' \
-        'note_add fetched_bytes $(( $(fetched_bytes) - B0 )); note_add job_file_bytes '"$job_bytes"'; note_add archive_bytes '"$abytes"'; note_add tree_file_bytes '"$tree_file_bytes"'; note_lc_figures'
-    else
-      not_measured job "$fx" "$prof" "lazycache mount, job, unmount" "$(lc_why mount)"
-    fi
+    lc_job_rows job "$fx" "$prof" "$KEY" "$JOB_CMD" "$job_bytes"
     lc_job_variants "$fx" "$prof" "$KEY"
     value_row bytes "$fx" "$prof" "job: bytes in the listed files" "$(mib "$job_bytes")" MiB "xargs -a job-files.txt stat -c %s"
     value_row bytes "$fx" "$prof" "actions/cache: bytes fetched" "$(mib "$abytes")" MiB "the whole archive"
+  elif [ "$fx" = large ]; then
+    lc_large_jobs "$fx" "$prof" "$KEY"
+    value_row bytes "$fx" "$prof" "actions/cache: bytes fetched" "$(mib "$abytes")" MiB "the whole archive"
+    # The cold full read of 2.3 GB would add minutes per link for a figure the node and mixed rows
+    # already give.
+    lc_unmount "$JOBD"
+    rm -rf "$JOBD"
+    return 0
   fi
 
   # cold full read: every file read once, right after the restore or mount.
@@ -241,38 +282,128 @@ run_link_scenarios() {
   rm -rf "$JOBD"
 }
 
-# The partial job's variants (node): a job that reads whole packages, and the second run of the
-# job on the entry its first run saved (learned layout: the files it read first, in that order,
-# prefetched at mount).
+# lc_job_rows SCEN FX PROF KEY JOBCMD JOB_BYTES: the ways of one job, each from the cold-tree
+# state above: actions/cache (curl, extract, job), the job alone on a local tree (the reference of
+# the cache overhead), lazycache restore --extract + job, lazycache mount + job + unmount.
+lc_job_rows() {
+  local scen=$1 fx=$2 prof=$3 KEY=$4 JOBX=$5 jbytes=$6
+  say "partial job $scen ($fx, $prof)"
+  measure "$scen" "$fx" "$prof" "actions/cache: curl, extract, job" "$PREP_COLD_TREE" \
+    '$CURL -o "$W/dl.tar.zst" "$E/$BUCKET/$OBJ" && zstd -dc "$W/dl.tar.zst" | tar -xf - -C "$JOBP" && '"$JOBX"
+  measure "$scen" "$fx" "$prof" "job alone on a local tree" "$PREP_ALONE$JOBX" "$JOBX"
+  if lc_has restore && lc_has_opt restore --extract; then
+    measure "$scen" "$fx" "$prof" "lazycache restore --extract, job" "$PREP_COLD_TREE" \
+      '"$LC" restore "${LC_STORE_OPTS[@]}" --key "$KEY" --extract "$JOBD" && '"$JOBX"
+  else
+    not_measured "$scen" "$fx" "$prof" "lazycache restore --extract, job" "$(lc_why restore) (or no --extract)"
+  fi
+  if lc_has mount; then
+    measure "$scen" "$fx" "$prof" "lazycache mount, job, unmount" "$PREP_COLD_MOUNT"'; B0=$(fetched_bytes)' \
+      '"$LC" mount "${LC_STORE_OPTS[@]}" --key "$KEY" "$JOBD" && '"$JOBX"' && lc_unmount "$JOBD"' \
+      'note_add fetched_bytes $(( $(fetched_bytes) - B0 )); note_add job_file_bytes '"$jbytes"'; note_add archive_bytes '"$abytes"'; note_add tree_file_bytes '"$tree_file_bytes"'; note_lc_figures'
+  else
+    not_measured "$scen" "$fx" "$prof" "lazycache mount, job, unmount" "$(lc_why mount)"
+  fi
+}
+
+# lc_learned SCEN FX PROF KEY JOBCMD JOB_BYTES: the second run of a job on the entry its first run
+# saved (learned layout: the files it read first, in that order, prefetched at mount). The untimed
+# first run mounts with a partial hit on the fixture's entries (--restore-keys KEY: every entry of
+# that prefix holds the whole tree), runs the job and `unmount --save`s under a new key.
+lc_learned() {
+  local scen=$1 fx=$2 prof=$3 KEY=$4 JOBX=$5 jbytes=$6
+  say "partial job, second run on the learned layout ($scen, $fx, $prof)"
+  if ! lc_has mount || ! lc_has_opt unmount --save; then
+    not_measured "$scen" "$fx" "$prof" "lazycache mount, job, unmount (second run)" "$(lc_why mount) (or no unmount --save)"
+    return 0
+  fi
+  local FIRST_RUN='next_seq; '"$PREP_COLD_MOUNT"'; "$LC" mount "${LC_STORE_OPTS[@]}" --key "learned-$fx-$prof-$SEQ" --restore-keys "'"$KEY"'" "$JOBD" >>"$LOG" 2>&1 && '"$JOBX"' && "$LC" unmount --save "$JOBD" >>"$LOG" 2>&1; lc_unmount "$JOBD"; '"$PREP_COLD_MOUNT"'; B0=$(fetched_bytes)'
+  measure "$scen" "$fx" "$prof" "lazycache mount, job, unmount (second run)" "$FIRST_RUN" \
+    '"$LC" mount "${LC_STORE_OPTS[@]}" --key "learned-$fx-$prof-$SEQ" "$JOBD" && '"$JOBX"' && lc_unmount "$JOBD"' \
+    'note_add fetched_bytes $(( $(fetched_bytes) - B0 )); note_add job_file_bytes '"$jbytes"'; note_add archive_bytes '"$abytes"'; note_add tree_file_bytes '"$tree_file_bytes"'; note_lc_figures'
+}
+
+# The large fixture's job: what it reads is measured once per link (job_share, on the local tree
+# the job-alone rows leave), then its ways and its second run.
+lc_large_jobs() {
+  local fx=$1 prof=$2 KEY=$3 share tb
+  eval "$PREP_ALONE" >>"$LOG" 2>&1
+  share=$(job_share "$JOB_LARGE_CMD")
+  tb=$(du -sb "$JOBD" | cut -f1)
+  say "  job_large reads $(awk -v a="$share" -v b="$tb" 'BEGIN { printf "%.1f MiB of the tree'"'"'s %.1f MiB (%.1f %%)", a / 1048576, b / 1048576, 100 * a / b }')"
+  value_row bytes "$fx" "$prof" "job: bytes of the tree it reads (page cache after a run on an evicted local tree)" "$(mib "$share")" MiB "job_share in bench/scenarios.sh"
+  value_row bytes "$fx" "$prof" "job: share of the tree's bytes it reads" "$(awk -v a="$share" -v b="$tb" 'BEGIN { printf "%.1f", 100 * a / b }')" % "job_share / du -sb of the tree"
+  lc_job_rows job_large "$fx" "$prof" "$KEY" "$JOB_LARGE_CMD" "$share"
+  lc_learned job_large_learned "$fx" "$prof" "$KEY" "$JOB_LARGE_CMD" "$share"
+}
+
+# The node job's variants: a job that reads whole packages, and the second run of the scattered
+# job on the entry its first run saved.
 lc_job_variants() {
   local fx=$1 prof=$2 KEY=$3 pkg_bytes
   pkg_bytes=$(cd "$T" && xargs -a "$JOB_PKG_LIST" -d '\n' stat -c %s | awk '{ s += $1 } END { print s }')
-  say "partial job, whole packages ($fx, $prof)"
-  measure job_pkg "$fx" "$prof" "actions/cache: curl, extract, job" "$PREP_EMPTY" \
-    '$CURL -o "$W/dl.tar.zst" "$E/$BUCKET/$OBJ" && zstd -dc "$W/dl.tar.zst" | tar -xf - -C "$JOBP" && '"$JOB_PKG_CMD"
-  measure job_pkg "$fx" "$prof" "job alone on a local tree" ':' "$JOB_PKG_CMD"
-  if lc_has mount; then
-    measure job_pkg "$fx" "$prof" "lazycache mount, job, unmount" "$PREP_MOUNT"'; B0=$(fetched_bytes)' \
-      '"$LC" mount "${LC_STORE_OPTS[@]}" --key "$KEY" "$JOBD" && '"$JOB_PKG_CMD"' && lc_unmount "$JOBD"' \
-      'note_add fetched_bytes $(( $(fetched_bytes) - B0 )); note_add job_file_bytes '"$pkg_bytes"'; note_add archive_bytes '"$abytes"'; note_add tree_file_bytes '"$tree_file_bytes"'; note_lc_figures'
+  lc_job_rows job_pkg "$fx" "$prof" "$KEY" "$JOB_PKG_CMD" "$pkg_bytes"
+  lc_learned job_learned "$fx" "$prof" "$KEY" "$JOB_CMD" "$job_bytes"
+}
+
+# ---- transfer rows: the seeds' payload through the link ----
+# lazycache's concurrency x part size as cloud-cache-action's page sweeps them (label: flags).
+# S3 parts are at least 5 MiB and lazycache refuses --part-size 4M: that row is run anyway and
+# says "not measured" with lazycache's message.
+TRANSFER_SWEEP=(
+  "1 request:--concurrency 1 --part-size 1G --memory-budget 4G"
+  "8 x 4 MiB:--concurrency 8 --part-size 4M --memory-budget 1G"
+  "8 x 8 MiB:--concurrency 8 --part-size 8M --memory-budget 1G"
+  "8 x 16 MiB:--concurrency 8 --part-size 16M --memory-budget 1G"
+  "16 x 8 MiB:--concurrency 16 --part-size 8M --memory-budget 1G"
+  "32 x 16 MiB:--concurrency 32 --part-size 16M --memory-budget 1G"
+)
+# lc_sweep SCEN TOOL PREP CMD: one row per setting of $SWEEP ("label:flags"), @FLAGS@ in CMD
+# replaced by the flags (uses run_transfer_scenarios' fx and prof).
+lc_sweep() {
+  local cfg
+  for cfg in "${SWEEP[@]}"; do
+    measure "$1" "$fx" "$prof" "$2, ${cfg%%:*}" "$3" "${4//@FLAGS@/${cfg#*:}}"
+  done
+}
+# run_transfer_scenarios FX PROF: save and restore --extract of the random payload; the sweep on
+# the first link profile of the run (the seeds measure one same-region link), the default (auto)
+# settings on every profile.
+run_transfer_scenarios() {
+  local fx=$1 prof=$2 T=${TREE[$1]}
+  JOBP=$W/job-$fx JOBD=$W/job-$fx/$(basename "$T")
+  if [ ! -d "$JOBD" ]; then mkdir -p "$JOBP" && cp -a "$T" "$JOBP/"; fi
+  local N ARCH=$W/$fx.job.tar.zst OBJ="peer/$fx.tar.zst" abytes
+  N=$(basename "$JOBD")
+  [ -f "$ARCH" ] || tar -cf - -C "$JOBP" "$N" | zstd -q -T0 -3 -o "$ARCH"
+  abytes=$(stat -c %s "$ARCH")
+  say "transfer rows ($fx, $prof): payload $(mib "$(du -sb "$JOBD" | cut -f1)") MiB, archive $abytes bytes"
+  $CURL -T "$ARCH" "$E/$BUCKET/$OBJ"
+  lc_store
+  local KEY=$fx-$prof
+  SWEEP=("auto (default):")
+  [ "$prof" = "${PROFILES%% *}" ] && SWEEP+=("${TRANSFER_SWEEP[@]}")
+
+  measure transfer_save "$fx" "$prof" "tar | zstd -T0 -3, curl PUT" 'next_seq; rm -f "$W/up.tar.zst"' \
+    'tar -cf - -C "$JOBP" "$N" | zstd -q -T0 -3 -o "$W/up.tar.zst" && $CURL -T "$W/up.tar.zst" "$E/$BUCKET/peer/$fx-$prof-$SEQ.tar.zst"'
+  measure transfer_save "$fx" "$prof" "tar | zstd -T0 -3, rclone 8 x 8 MiB" 'next_seq; rm -f "$W/up.tar.zst"' \
+    'tar -cf - -C "$JOBP" "$N" | zstd -q -T0 -3 -o "$W/up.tar.zst" && rclone copyto "$W/up.tar.zst" "s3:$BUCKET/peer/$fx-$prof-$SEQ-r.tar.zst" --s3-upload-concurrency 8 --s3-chunk-size 8M'
+  if lc_has save && lc_has restore; then
+    "$LC" save "${LC_STORE_OPTS[@]}" --key "$KEY" "$JOBD" >>"$LOG" 2>&1 || true
+    lc_sweep transfer_save "lazycache save" 'next_seq' \
+      '"$LC" save "${LC_STORE_OPTS[@]}" @FLAGS@ --key "$fx-$prof-$SEQ" "$JOBD"'
   else
-    not_measured job_pkg "$fx" "$prof" "lazycache mount, job, unmount" "$(lc_why mount)"
+    not_measured transfer_save "$fx" "$prof" "lazycache save, auto (default)" "$(lc_why save)"
   fi
 
-  say "partial job, second run on the learned layout ($fx, $prof)"
-  if ! lc_has mount || ! lc_has_opt unmount --save; then
-    not_measured job_learned "$fx" "$prof" "lazycache mount, job, unmount (second run)" "$(lc_why mount) (or no unmount --save)"
-    return 0
+  local PREP_EMPTY='rm -rf "$JOBD" "$W/dl.tar.zst"; drop_caches'
+  restore_peer_rows transfer_restore
+  if lc_has restore && lc_has_opt restore --extract; then
+    lc_sweep transfer_restore "lazycache restore --extract" "$PREP_EMPTY" \
+      '"$LC" restore "${LC_STORE_OPTS[@]}" @FLAGS@ --key "$KEY" --extract "$JOBD"'
+  else
+    not_measured transfer_restore "$fx" "$prof" "lazycache restore --extract, auto (default)" "$(lc_why restore) (or no --extract)"
   fi
-  # A base entry of the whole tree that only this scenario matches by prefix, so every first run
-  # starts from it (the earlier scenarios left $JOBD unmounted and empty).
-  lc_unmount "$JOBD"
-  rm -rf "$JOBD" && cp -a "$T" "$JOBD"
-  "$LC" save "${LC_STORE_OPTS[@]}" --key "base-$fx-$prof" "$JOBD" >>"$LOG" 2>&1 || true
-  # Untimed first run: a partial hit on the base, the job, then unmount --save under the new key
-  # (the job's read order goes into the new entry's hot list and layout).
-  local FIRST_RUN='next_seq; '"$PREP_MOUNT"'; "$LC" mount "${LC_STORE_OPTS[@]}" --key "learned-$fx-$prof-$SEQ" --restore-keys "base-$fx-$prof" "$JOBD" >>"$LOG" 2>&1 && '"$JOB_CMD"' && "$LC" unmount --save "$JOBD" >>"$LOG" 2>&1; lc_unmount "$JOBD"; lc_clear_cache; drop_caches; B0=$(fetched_bytes)'
-  measure job_learned "$fx" "$prof" "lazycache mount, job, unmount (second run)" "$FIRST_RUN" \
-    '"$LC" mount "${LC_STORE_OPTS[@]}" --key "learned-$fx-$prof-$SEQ" "$JOBD" && '"$JOB_CMD"' && lc_unmount "$JOBD"' \
-    'note_add fetched_bytes $(( $(fetched_bytes) - B0 )); note_add job_file_bytes '"$job_bytes"'; note_add archive_bytes '"$abytes"'; note_add tree_file_bytes '"$tree_file_bytes"'; note_lc_figures'
+  value_row bytes "$fx" "$prof" "archive of the payload (tar | zstd -3)" "$(mib "$abytes")" MiB "stat -c %s"
+  rm -rf "$JOBD"
 }

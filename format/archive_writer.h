@@ -38,13 +38,19 @@ struct PackProgress {
   uint64_t bytes_out = 0;       // archive bytes written to the sink so far
 };
 
+// Which extended attributes packing stores (as SCHILY.xattr.* pax records): none (the default of
+// `pack`), user.* only (what `unmount --save` keeps when the entry it builds on had none: they
+// are there only because the job set them), or every one `pack --xattrs` stores: user.,
+// trusted. and security. (system.* such as POSIX ACLs are never stored).
+enum class XattrSet { kNone, kUser, kStored };
+
 struct PackConfig {
   int level = 3;  // zstd level; 3 is zstd's own default: fast, and within a few % of level 9 on trees
   // Target uncompressed frame size. 4 MiB: +3.6 % size over one frame on text-heavy trees
   // (docs/archive-format.md), while a random 4 KiB read decompresses at most ~4 MiB.
   uint64_t frame_size_bytes = 4ull << 20;
   int threads = 0;      // compression workers; 0 = one per online CPU
-  bool xattrs = false;  // store user./trusted./security. xattrs as SCHILY.xattr.* pax records
+  XattrSet xattrs = XattrSet::kNone;
   // Archive paths ("root/.npm/a/b", relative to the archive top) written first, in this order,
   // and recorded as the index hot list. Paths that are missing or not regular files are ignored.
   std::vector<std::string> hot_paths;

@@ -2,7 +2,10 @@
 // extract_archive(): index-driven extraction with a fetch -> decode -> write pipeline.
 #include "format/extractor.h"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <fnmatch.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
 #include <unistd.h>
@@ -16,8 +19,11 @@
 #include <iostream>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
+#include <string_view>
 #include <thread>
+#include <unordered_map>
 
 #include "format/dir_stack.h"
 #include "format/fs_util.h"
@@ -36,6 +42,14 @@ void fill_mtime(const Entry& e, struct timespec ts[2]) {
   ts[0].tv_nsec = UTIME_OMIT;
   ts[1].tv_sec = e.mtime_ns >= 0 ? e.mtime_ns / 1000000000 : -((-(e.mtime_ns + 1)) / 1000000000) - 1;
   ts[1].tv_nsec = e.mtime_ns - ts[1].tv_sec * 1000000000;
+}
+
+// "/a/b/c/" -> {"/a/b", "c"}; "c" -> {".", "c"}; "/c" -> {"/", "c"}.
+std::pair<std::string, std::string> split_destination(std::string path) {
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return {".", path};
+  return {slash == 0 ? "/" : path.substr(0, slash), path.substr(slash + 1)};
 }
 
 struct Item {
@@ -159,26 +173,19 @@ class Extractor {
   struct Target {
     Fd base;              // directory for a directory target; the parent dir otherwise
     bool is_dir = true;
+    bool created = false;  // a directory target this run made (removed whole on failure)
     std::string leaf;     // non-directory targets: the final name in `base`
     std::string dest;
   };
   struct ActiveFile {
     EntryId id = 0;
     Fd dir, file;
-    std::string tmp;
+    std::string tmp;  // empty for an unnamed O_TMPFILE
     Xxh3Stream hash;
     uint64_t written = 0;
   };
 
   std::string entry_label(const Item& it) const { return "entry " + quote_path(idx_.path(it.id)); }
-
-  // Directories between the target and `it` (0 for a direct child or a non-directory target).
-  int64_t dirs_above(const Item& it) const {
-    if (!targets_[it.target].is_dir) return 0;
-    int64_t n = -1;
-    for (EntryId e = it.id, top = cfg_.targets[it.target].entry; e != top; e = idx_.entry(e).parent) ++n;
-    return n;
-  }
 
   // The parent directory of `it` (items come depth first, so this is usually one openat).
   Result<int> parent_dir(const Item& it) {
@@ -197,7 +204,64 @@ class Extractor {
     return dirs_.open(dir, [&] { return entry_label(it); });
   }
   std::string leaf_name(const Item& it) const { return targets_[it.target].is_dir ? std::string(idx_.entry(it.id).name) : targets_[it.target].leaf; }
-  std::string tmp_name() { return ".lazycache-tmp." + std::to_string(::getpid()) + "." + std::to_string(tmp_counter_++); }
+  std::string tmp_name() { return extract_temporary_name(tmp_counter_++); }
+  // A name this run created where nothing was before (rollback() removes it on failure). Only
+  // names in directories that existed are recorded: a directory this run made goes as a whole.
+  struct Created {
+    uint32_t target = 0;
+    EntryId parent = 0;  // the directory entry holding `name`; the target's base when base_dir
+    bool base_dir = false;
+    std::string name;
+  };
+  bool parent_is_new(const Item& it) const {
+    const Target& t = targets_[it.target];
+    if (!t.is_dir) return false;
+    EntryId p = idx_.entry(it.id).parent;
+    return p == cfg_.targets[it.target].entry ? t.created : made_dirs_.count(p) > 0;
+  }
+  void note_created(const Item& it) {
+    if (parent_is_new(it)) return;
+    const Target& t = targets_[it.target];
+    if (t.created) return;  // the whole target goes
+    bool base = !t.is_dir || idx_.entry(it.id).parent == cfg_.targets[it.target].entry;
+    created_.push_back(Created{it.target, base ? 0 : idx_.entry(it.id).parent, base, leaf_name(it)});
+  }
+  // Names in a directory that existed before this run, with their d_type, read once by
+  // sweep_temporaries(): a file whose name is taken goes the temp-name + rename way at once, one
+  // that is not is linked straight in (no failing linkat or mkdirat per entry of a re-extract).
+  using Listing = std::unordered_map<std::string, unsigned char>;
+  static constexpr EntryId kBaseKey = UINT32_MAX;  // listing key of a non-directory target's directory
+  const Listing* parent_listing(const Item& it) const {
+    auto f = listings_.find({it.target, targets_[it.target].is_dir ? idx_.entry(it.id).parent : kBaseKey});
+    return f == listings_.end() ? nullptr : &f->second;
+  }
+  bool name_taken(const Item& it) const {
+    const Listing* l = parent_listing(it);
+    return l != nullptr && l->count(leaf_name(it)) > 0;
+  }
+  // Puts the finished temporary `tmp` (in `dir`) at `leaf`; records the name when it is new.
+  Status rename_into_place(int dir, const std::string& tmp, const Item& it) {
+    const std::string leaf = leaf_name(it);
+    if (name_taken(it)) {
+      if (::renameat(dir, tmp.c_str(), dir, leaf.c_str()) != 0) return errno_status("renaming into place " + entry_label(it));
+      return Status();
+    }
+    if (::renameat2(dir, tmp.c_str(), dir, leaf.c_str(), RENAME_NOREPLACE) == 0) {
+      note_created(it);
+      return Status();
+    }
+    // Replaces what is there (renameat2 unsupported: not recorded, a user's file is never removed).
+    if ((errno == EEXIST || errno == EINVAL || errno == ENOSYS) && ::renameat(dir, tmp.c_str(), dir, leaf.c_str()) == 0) return Status();
+    return errno_status("renaming into place " + entry_label(it));
+  }
+  void sweep_temporaries(int dirfd, Listing& names);
+  bool xattr_wanted(const std::string& name) const {
+    if (name.rfind("user.", 0) == 0) return true;
+    for (const auto& p : cfg_.xattrs_include)
+      if (::fnmatch(p.c_str(), name.c_str(), 0) == 0) return true;
+    return false;
+  }
+  void rollback();
 
   Status set_times(int dirfd, const std::string& name, const Entry& e, int flags, const Item& it) {
     struct timespec ts[2];
@@ -208,7 +272,7 @@ class Extractor {
   Status apply_xattrs(int fd, const Entry& e, const Item& it) {
     if (!e.has_xattrs || !cfg_.restore_xattrs) return Status();
     for (const auto& x : idx_.xattrs(e.id))
-      if (::fsetxattr(fd, x.name.c_str(), x.value.data(), x.value.size(), 0) != 0) warn("cannot set xattr " + x.name + " on " + entry_label(it) + ": " + std::strerror(errno));
+      if (xattr_wanted(x.name) && ::fsetxattr(fd, x.name.c_str(), x.value.data(), x.value.size(), 0) != 0) warn("cannot set xattr " + quote_path(x.name) + " on " + entry_label(it) + ": " + std::strerror(errno));
     return Status();
   }
   void warn(const std::string& m) {
@@ -223,10 +287,12 @@ class Extractor {
   Status start_file(const Item& it, ActiveFile& af);
   Status write_piece(ActiveFile& af, const char* data, size_t n);
   Status finish_file(const Item& it, ActiveFile& af);
+  Status link_tmpfile(ActiveFile& af, const Item& it);
   Status make_links();
   Status make_symlinks();
   Status finish_dirs();
-  bool symlink_safe(const Item& it, std::string_view target) const;
+  bool symlink_escapes(const Item& it) const;
+  Status check_symlinks() const;
 
   const ArchiveReader& r_;
   const Index& idx_;
@@ -237,6 +303,10 @@ class Extractor {
   DirStack dirs_;
   uint32_t dirs_target_ = UINT32_MAX;  // the target dirs_ walks
   uint64_t tmp_counter_ = 0;
+  bool tmpfile_ok_ = true;              // O_TMPFILE works here (else named temporaries)
+  std::set<EntryId> made_dirs_;         // directories this run created
+  std::map<std::pair<uint32_t, EntryId>, Listing> listings_;  // (target, directory entry)
+  std::vector<Created> created_;        // see note_created()
   ExtractStats stats_;
   ExtractProgress progress_;
 };
@@ -250,15 +320,16 @@ Status Extractor::open_targets() {
     out.dest = t.dest_path;
     out.is_dir = idx_.entry(t.entry).type == EntryType::kDirectory;
     if (out.is_dir) {
+      struct stat st;
+      out.created = ::stat(t.dest_path.c_str(), &st) != 0 && errno == ENOENT;
       LC_ASSIGN_OR_RETURN(out.base, open_dir_path(t.dest_path, true));
+      if (!out.created) sweep_temporaries(out.base.get(), listings_[{static_cast<uint32_t>(targets_.size()), t.entry}]);
     } else {
-      std::string path = t.dest_path;
-      while (path.size() > 1 && path.back() == '/') path.pop_back();
-      size_t slash = path.rfind('/');
-      std::string parent = slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
-      out.leaf = slash == std::string::npos ? path : path.substr(slash + 1);
+      auto [parent, leaf] = split_destination(t.dest_path);
+      out.leaf = leaf;
       if (out.leaf.empty() || out.leaf == "." || out.leaf == "..") return Status(ErrorCode::kInvalidArgument, "bad destination " + t.dest_path);
       LC_ASSIGN_OR_RETURN(out.base, open_dir_path(parent, true));
+      sweep_temporaries(out.base.get(), listings_[{static_cast<uint32_t>(targets_.size()), kBaseKey}]);
     }
     targets_.push_back(std::move(out));
   }
@@ -312,14 +383,23 @@ Status Extractor::make_dirs() {
     if (it.id == cfg_.targets[it.target].entry) continue;  // the target directory itself exists already
     LC_ASSIGN_OR_RETURN(int dir, parent_dir(it));
     std::string name = leaf_name(it);
-    if (::mkdirat(dir, name.c_str(), 0700) != 0) {
-      if (errno != EEXIST) return errno_status("creating directory for " + entry_label(it));
+    const Listing* seen = parent_listing(it);
+    auto known = seen ? seen->find(name) : Listing::const_iterator();
+    const bool known_dir = seen && known != seen->end() && known->second == DT_DIR;
+    if (!known_dir && ::mkdirat(dir, name.c_str(), 0700) == 0) {
+      note_created(it);
+      made_dirs_.insert(it.id);
+    } else {
+      if (!known_dir && errno != EEXIST) return errno_status("creating directory for " + entry_label(it));
       struct stat st;
       if (::fstatat(dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return errno_status("lstat for " + entry_label(it));
       if (!S_ISDIR(st.st_mode))
         return Status(ErrorCode::kPermissionDenied, entry_label(it) + ": a non-directory (" + std::string(S_ISLNK(st.st_mode) ? "symlink" : "file") + ") is in the way at the destination");
       // Keep an existing directory writable for us until finish_dirs() sets its mode.
       if ((st.st_mode & 0700) != 0700 && !e.implicit_dir && !it.create_only) ::fchmodat(dir, name.c_str(), (st.st_mode & 07777) | 0700, 0);
+      // An existing directory may hold a temporary of an extract killed -9 (a new one cannot).
+      LC_ASSIGN_OR_RETURN(int existing, dir_fd(it.target, it.id, it));
+      sweep_temporaries(existing, listings_[{it.target, it.id}]);
     }
     ++stats_.dirs;
   }
@@ -331,9 +411,19 @@ Status Extractor::start_file(const Item& it, ActiveFile& af) {
   LC_ASSIGN_OR_RETURN(int dir, parent_dir(it));
   af.dir = Fd(::dup(dir));
   if (!af.dir.valid()) return errno_status("dup");
-  af.tmp = tmp_name();
-  int fd = ::openat(af.dir.get(), af.tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (fd < 0) return errno_status("creating a temporary file for " + entry_label(it));
+  af.tmp.clear();
+  int fd = -1;
+  if (tmpfile_ok_ && !name_taken(it)) {
+    // Unnamed until complete: a kill -9 leaves nothing behind (the kernel frees it).
+    fd = ::openat(af.dir.get(), ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+    if (fd < 0 && (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL)) tmpfile_ok_ = false;
+    else if (fd < 0) return errno_status("creating a temporary file for " + entry_label(it));
+  }
+  if (fd < 0) {
+    af.tmp = tmp_name();
+    fd = ::openat(af.dir.get(), af.tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) return errno_status("creating a temporary file for " + entry_label(it));
+  }
   af.file = Fd(fd);
   af.written = 0;
   return Status();
@@ -378,9 +468,13 @@ Status Extractor::finish_file(const Item& it, ActiveFile& af) {
     st = errno_status("chmod " + entry_label(it));
   }
   if (st.ok()) st = apply_xattrs(af.file.get(), e, it);
-  if (st.ok()) st = set_times(af.dir.get(), af.tmp, e, AT_SYMLINK_NOFOLLOW, it);
-  if (st.ok() && ::renameat(af.dir.get(), af.tmp.c_str(), af.dir.get(), leaf_name(it).c_str()) != 0) st = errno_status("renaming into place " + entry_label(it));
-  if (!st.ok()) ::unlinkat(af.dir.get(), af.tmp.c_str(), 0);
+  if (st.ok()) {
+    struct timespec ts[2];
+    fill_mtime(e, ts);
+    if (::futimens(af.file.get(), ts) != 0) st = errno_status("setting mtime of " + entry_label(it));
+  }
+  if (st.ok()) st = af.tmp.empty() ? link_tmpfile(af, it) : rename_into_place(af.dir.get(), af.tmp, it);
+  if (!st.ok() && !af.tmp.empty()) ::unlinkat(af.dir.get(), af.tmp.c_str(), 0);
   af.file.reset();
   af.dir.reset();
   af.tmp.clear();
@@ -409,7 +503,7 @@ Status Extractor::write_files() {
   ActiveFile af;
   bool active = false;
   auto finish_error = [&](Status s) {
-    if (active) ::unlinkat(af.dir.get(), af.tmp.c_str(), 0);
+    if (active && !af.tmp.empty()) ::unlinkat(af.dir.get(), af.tmp.c_str(), 0);
     pipe.cancel();
     return s;
   };
@@ -487,8 +581,7 @@ Status Extractor::make_links() {
       if (::fchmod(dst.get(), e.mode) != 0) return errno_status("chmod " + entry_label(it));
       LC_RETURN_IF_ERROR(set_times(dir, tmp, e, AT_SYMLINK_NOFOLLOW, it));
     }
-    if (::renameat(dir, tmp.c_str(), dir, leaf_name(it).c_str()) != 0) {
-      Status s = errno_status("renaming into place " + entry_label(it));
+    if (Status s = rename_into_place(dir, tmp, it); !s.ok()) {
       ::unlinkat(dir, tmp.c_str(), 0);
       return s;
     }
@@ -498,33 +591,164 @@ Status Extractor::make_links() {
   return Status();
 }
 
-bool Extractor::symlink_safe(const Item& it, std::string_view target) const {
-  if (target.empty() || target[0] == '/') return false;
-  int64_t depth = dirs_above(it);
-  for (const auto& c : split_path(target)) {
+// Resolves the link as the kernel would from the symlink's directory, through the symlinks of
+// this archive (at most 40 hops, Linux's limit), and says whether it leaves the target directory.
+// Components the archive does not hold are taken lexically ("missing/.." stays where it was).
+bool Extractor::symlink_escapes(const Item& it) const {
+  Entry link = idx_.entry(it.id);
+  if (link.symlink_target.empty() || link.symlink_target[0] == '/') return true;
+  constexpr EntryId kUnknown = UINT32_MAX;  // a directory level not in the archive
+  const EntryId top = cfg_.targets[it.target].entry;
+  std::vector<EntryId> path;  // from the target down to the current directory
+  if (targets_[it.target].is_dir) {
+    for (EntryId e = link.parent;; e = idx_.entry(e).parent) {
+      path.push_back(e);
+      if (e == top) break;
+    }
+    std::reverse(path.begin(), path.end());
+  } else {
+    path.push_back(kUnknown);  // a lone symlink target: its directory is outside the archive
+  }
+  std::deque<std::string> todo;
+  for (auto& c : split_path(link.symlink_target)) todo.push_back(std::move(c));
+  int hops = 0;
+  while (!todo.empty()) {
+    std::string c = std::move(todo.front());
+    todo.pop_front();
     if (c == "..") {
-      if (--depth < 0) return false;
-    } else {
-      ++depth;
+      if (path.size() == 1) return true;
+      path.pop_back();
+      continue;
+    }
+    std::optional<EntryId> next;
+    if (path.back() != kUnknown) next = idx_.lookup(path.back(), c);
+    if (!next) {
+      path.push_back(kUnknown);
+      continue;
+    }
+    Entry e = idx_.entry(*next);
+    if (e.type == EntryType::kDirectory) {
+      path.push_back(*next);
+    } else if (e.type == EntryType::kSymlink) {
+      if (++hops > 40 || e.symlink_target.empty() || e.symlink_target[0] == '/') return true;
+      auto comps = split_path(e.symlink_target);
+      todo.insert(todo.begin(), comps.begin(), comps.end());
+    } else if (!todo.empty()) {
+      return false;  // a file in the middle: ENOTDIR, it resolves nowhere
     }
   }
-  return true;
+  return false;
+}
+
+Status Extractor::check_symlinks() const {
+  if (cfg_.external_symlinks != ExtractConfig::ExternalSymlinks::kRefuse) return Status();
+  for (const auto& it : items_) {
+    Entry e = idx_.entry(it.id);
+    if (e.type == EntryType::kSymlink && symlink_escapes(it))
+      return Status(ErrorCode::kPermissionDenied, entry_label(it) + ": symlink target " + quote_path(e.symlink_target) +
+                                                      " resolves outside the extraction directory (refused by --no-external-symlinks)");
+  }
+  return Status();
+}
+
+Status Extractor::link_tmpfile(ActiveFile& af, const Item& it) {
+  // linkat(2) of an O_TMPFILE by its /proc path (AT_EMPTY_PATH would need CAP_DAC_READ_SEARCH).
+  const std::string proc = "/proc/self/fd/" + std::to_string(af.file.get());
+  const std::string leaf = leaf_name(it);
+  if (::linkat(AT_FDCWD, proc.c_str(), af.dir.get(), leaf.c_str(), AT_SYMLINK_FOLLOW) == 0) {
+    note_created(it);
+    return Status();
+  }
+  if (errno != EEXIST) return errno_status("linking into place " + entry_label(it));
+  // Something is there already: link under a temporary name and rename over it atomically.
+  std::string tmp = tmp_name();
+  if (::linkat(AT_FDCWD, proc.c_str(), af.dir.get(), tmp.c_str(), AT_SYMLINK_FOLLOW) != 0) return errno_status("linking into place " + entry_label(it));
+  if (::renameat(af.dir.get(), tmp.c_str(), af.dir.get(), leaf.c_str()) != 0) {
+    Status s = errno_status("renaming into place " + entry_label(it));
+    ::unlinkat(af.dir.get(), tmp.c_str(), 0);
+    return s;
+  }
+  return Status();
+}
+
+void Extractor::sweep_temporaries(int dirfd, Listing& names) {
+  // getdents64 on the walk's own descriptor (nothing else reads it): fdopendir would cost an
+  // openat and an fstat more per directory.
+  alignas(8) char buf[32 * 1024];
+  std::vector<std::string> stale;
+  for (;;) {
+    ssize_t n = ::getdents64(dirfd, buf, sizeof buf);
+    if (n <= 0) break;  // an unreadable directory: nothing known, nothing swept
+    for (ssize_t off = 0; off < n;) {
+      const auto* de = reinterpret_cast<const struct dirent64*>(buf + off);
+      off += de->d_reclen;
+      std::string_view name = de->d_name;
+      if (name == "." || name == "..") continue;
+      long pid = extract_temporary_pid(name);
+      // A live PID may be another extract at work here (or a reused PID: then it stays, harmless).
+      if (pid != 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) stale.emplace_back(name);
+      else names.emplace(name, de->d_type);
+    }
+  }
+  for (const auto& n : stale)
+    if (::unlinkat(dirfd, n.c_str(), 0) == 0) ++stats_.stale_temporaries;
+}
+
+namespace {
+// Removes `name` in `dirfd` and, for a directory, everything below it, never following a
+// symlink. Best effort: returns false when something stayed.
+bool remove_tree(int dirfd, const std::string& name) {
+  if (::unlinkat(dirfd, name.c_str(), 0) == 0) return true;
+  if (errno != EISDIR && errno != EPERM) return errno == ENOENT;
+  int fd = ::openat(dirfd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return false;
+  ::fchmod(fd, 0700);  // finish_dirs may have made it read-only
+  DIR* d = ::fdopendir(fd);
+  if (!d) {
+    ::close(fd);
+    return false;
+  }
+  std::vector<std::string> kids;
+  while (struct dirent* de = ::readdir(d))
+    if (std::strcmp(de->d_name, ".") != 0 && std::strcmp(de->d_name, "..") != 0) kids.emplace_back(de->d_name);
+  bool ok = true;
+  for (const auto& k : kids) ok = remove_tree(::dirfd(d), k) && ok;
+  ::closedir(d);
+  return ::unlinkat(dirfd, name.c_str(), AT_REMOVEDIR) == 0 && ok;
+}
+}  // namespace
+
+void Extractor::rollback() {
+  for (size_t i = created_.size(); i-- > 0;) {
+    const Created& c = created_[i];
+    int dir = targets_[c.target].base.get();
+    if (!c.base_dir) {
+      auto d = dir_fd(c.target, c.parent, Item{c.parent, c.target, false});
+      if (!d.ok()) continue;  // the way there is gone or blocked: nothing to follow
+      dir = *d;
+    }
+    if (!remove_tree(dir, c.name)) warn("could not remove " + quote_path(c.name) + " after the failed extract");
+  }
+  for (const auto& t : targets_) {
+    if (!t.created) continue;
+    auto [parent, leaf] = split_destination(t.dest);
+    auto pd = open_dir_path(parent, false);
+    if (!pd.ok() || !remove_tree(pd->get(), leaf))
+      warn("could not remove " + quote_path(t.dest) + " after the failed extract");
+  }
 }
 
 Status Extractor::make_symlinks() {
   for (const auto& it : items_) {
     Entry e = idx_.entry(it.id);
     if (e.type != EntryType::kSymlink) continue;
-    if (!cfg_.allow_external_symlinks && !symlink_safe(it, e.symlink_target))
-      return Status(ErrorCode::kPermissionDenied, entry_label(it) + ": symlink target " + quote_path(e.symlink_target) +
-                                                      " points outside the extraction directory (allow with --allow-external-symlinks)");
     LC_ASSIGN_OR_RETURN(int dir, parent_dir(it));
     std::string tmp = tmp_name();
     if (::symlinkat(std::string(e.symlink_target).c_str(), dir, tmp.c_str()) != 0) return errno_status("creating symlink " + entry_label(it));
     Status st;
     if (cfg_.restore_owner && ::fchownat(dir, tmp.c_str(), e.uid, e.gid, AT_SYMLINK_NOFOLLOW) != 0) st = errno_status("chown " + entry_label(it));
     if (st.ok()) st = set_times(dir, tmp, e, AT_SYMLINK_NOFOLLOW, it);
-    if (st.ok() && ::renameat(dir, tmp.c_str(), dir, leaf_name(it).c_str()) != 0) st = errno_status("renaming into place " + entry_label(it));
+    if (st.ok()) st = rename_into_place(dir, tmp, it);
     if (!st.ok()) {
       ::unlinkat(dir, tmp.c_str(), 0);
       return st;
@@ -561,21 +785,20 @@ Status Extractor::finish_dirs() {
 
 Result<ExtractStats> Extractor::run() {
   auto start = std::chrono::steady_clock::now();
-  LC_RETURN_IF_ERROR(open_targets());
-  LC_RETURN_IF_ERROR(select_items());
-  LC_RETURN_IF_ERROR(make_dirs());
-  // Refuse unsafe symlinks before any file data is written.
-  if (!cfg_.allow_external_symlinks)
-    for (const auto& it : items_) {
-      Entry e = idx_.entry(it.id);
-      if (e.type == EntryType::kSymlink && !symlink_safe(it, e.symlink_target))
-        return Status(ErrorCode::kPermissionDenied, entry_label(it) + ": symlink target " + quote_path(e.symlink_target) +
-                                                        " points outside the extraction directory (allow with --allow-external-symlinks)");
-    }
-  LC_RETURN_IF_ERROR(write_files());
-  LC_RETURN_IF_ERROR(make_links());
-  LC_RETURN_IF_ERROR(make_symlinks());
-  LC_RETURN_IF_ERROR(finish_dirs());
+  // linkat(2) of an O_TMPFILE goes through /proc/self/fd (absent in some chroots and containers).
+  tmpfile_ok_ = cfg_.unnamed_temporaries && ::access("/proc/self/fd", X_OK) == 0;
+  Status st = open_targets();
+  if (st.ok()) st = select_items();
+  if (st.ok()) st = check_symlinks();  // before anything is written
+  if (st.ok()) st = make_dirs();
+  if (st.ok()) st = write_files();
+  if (st.ok()) st = make_links();
+  if (st.ok()) st = make_symlinks();
+  if (st.ok()) st = finish_dirs();
+  if (!st.ok()) {
+    rollback();
+    return st;
+  }
   if (cfg_.progress) cfg_.progress(progress_);
   stats_.dir_opens = dirs_.openat_calls();
   stats_.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

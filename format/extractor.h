@@ -13,10 +13,18 @@
 // O_NOFOLLOW | O_DIRECTORY relative to the target, so a symlink already on disk (or one this
 // archive created) is never followed. The descriptors along the current path are kept
 // (format/dir_stack.h, bounded), so a tree thousands of levels deep costs one openat per
-// directory, not one per path component. Symlinks whose target is absolute or climbs above their
-// target directory are refused unless allow_external_symlinks. Each file is written under a
-// temporary name in its directory, checked against its content digest, then renamed over the
-// final name: a failed extract leaves no half-written file under a final name.
+// directory, not one per path component. Symlinks are created last, as saved (absolute and
+// escaping targets too, like tar), and never followed: no directory walk, open, chmod or utimes
+// goes through one. With ExternalSymlinks::kRefuse, a symlink whose target resolves outside the
+// target directory is refused before anything is written; the check resolves chains through the
+// archive's own symlinks (up -> .., esc -> up/../..), not just the ".." in the link text.
+// Each file is written as an unnamed O_TMPFILE in its directory and linked under its final name
+// once its content digest matches (a file that already exists: linked under a temporary name,
+// then renamed over it: the directory's listing, read once for the sweep below, says which names
+// are taken); where O_TMPFILE is unsupported, a named temporary
+// (".lazycache-tmp.PID.N") is renamed instead, and temporaries of dead writers (a kill -9) are
+// removed from the directories extract writes. A failed extract removes the names it created
+// (files, symlinks and whole directories it made): nothing half-restored stays under a final name.
 #pragma once
 
 #include <cstdint>
@@ -49,9 +57,18 @@ struct ExtractConfig {
   int threads = 0;                           // decode workers; 0 = one per online CPU
   uint32_t batch_frames = 8;                 // adjacent frames per read_ranges call
   uint64_t max_inflight_bytes = 256ull << 20;
-  bool allow_external_symlinks = false;      // absolute or escaping symlink targets
+  // Symlinks whose target is absolute or resolves outside the target directory.
+  enum class ExternalSymlinks { kCreate, kRefuse };
+  ExternalSymlinks external_symlinks = ExternalSymlinks::kCreate;  // kCreate: like tar; never followed
   bool restore_owner = false;                // chown to the archived uid/gid (needs root)
-  bool restore_xattrs = true;                // xattrs present in the index
+  bool restore_xattrs = true;                // xattrs present in the index, filtered as below
+  // fnmatch(3) patterns of xattr names restored besides user.* (like tar's --xattrs-include).
+  // security.* (file capabilities) and trusted.* are restored only when named here: an archive
+  // must not grant capabilities because root extracted it.
+  std::vector<std::string> xattrs_include;
+  // Files as unnamed O_TMPFILEs linked into place (see above); false: named temporaries renamed
+  // into place, the fallback used anyway where O_TMPFILE or /proc/self/fd is missing.
+  bool unnamed_temporaries = true;
   std::function<void(const ExtractProgress&)> progress;  // from the calling thread
   std::function<void(const std::string&)> warn;          // default: stderr
 };
@@ -61,6 +78,7 @@ struct ExtractStats {
   uint64_t file_bytes = 0;
   uint64_t compressed_bytes_read = 0;
   uint32_t frames_read = 0;
+  uint64_t stale_temporaries = 0;  // ".lazycache-tmp.PID.N" of dead writers removed
   uint64_t dir_opens = 0;  // directory openat calls of the walks (linear in the entries, any depth)
   double seconds = 0;
 };
@@ -73,8 +91,9 @@ std::vector<ExtractTarget> targets_at_original_paths(const Index& index);
 // Blocking. Existing files are replaced (rename over them); existing directories are reused;
 // an existing non-directory where a directory is needed is an error.
 // Errors: kInvalidArgument (bad config, unknown only_paths), kCorrupt (a frame or file fails its
-// digest; the message names the entry), kPermissionDenied (unsafe symlink or an existing symlink
-// in the way: the message names the entry), kIo, and the source's errors.
+// digest; the message names the entry), kPermissionDenied (a refused symlink, or an existing
+// symlink or file where a directory goes: the message names the entry), kIo, and the source's
+// errors. On error, the names this call created are removed again (see above).
 Result<ExtractStats> extract_archive(const ArchiveReader& reader, const ExtractConfig& config);
 
 }  // namespace lazycache::format

@@ -29,6 +29,28 @@ std::vector<std::string> split_path(std::string_view path) {
   return out;
 }
 
+namespace {
+constexpr std::string_view kTemporaryPrefix = ".lazycache-tmp.";
+
+// A non-empty run of decimal digits of at most 18 (no overflow), without a leading zero.
+bool decimal(std::string_view s) {
+  return !s.empty() && s.size() <= 18 && s.find_first_not_of("0123456789") == std::string_view::npos && (s[0] != '0' || s.size() == 1);
+}
+}  // namespace
+
+std::string extract_temporary_name(uint64_t counter) {
+  return std::string(kTemporaryPrefix) + std::to_string(::getpid()) + "." + std::to_string(counter);
+}
+
+long extract_temporary_pid(std::string_view name) {
+  if (name.substr(0, kTemporaryPrefix.size()) != kTemporaryPrefix) return 0;
+  name.remove_prefix(kTemporaryPrefix.size());
+  size_t dot = name.find('.');
+  if (dot == std::string_view::npos || !decimal(name.substr(0, dot)) || !decimal(name.substr(dot + 1))) return 0;
+  long pid = std::stol(std::string(name.substr(0, dot)));
+  return pid > 0 && pid <= 0x3fffffff ? pid : 0;
+}
+
 Result<Fd> open_dir_below(int base_fd, const std::vector<std::string>& comps, bool create, const std::string& what) {
   Fd cur(::dup(base_fd));
   if (!cur.valid()) return errno_status("dup");

@@ -4,6 +4,7 @@
 // PATH_MAX work, and a symlink on the way is never followed).
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -38,6 +39,13 @@ class Fd {
 
 // Splits "a//b/./c/" into {"a","b","c"}; ".." is kept (callers reject it).
 std::vector<std::string> split_path(std::string_view path);
+
+// Extraction's temporaries: ".lazycache-tmp.PID.N" (PID: the writer's process id, N a counter,
+// both decimal). The writer renames or removes its own; one killed -9 leaves one behind. Extract
+// removes those of dead writers (a live PID may be another extract at work), pack never saves them.
+std::string extract_temporary_name(uint64_t counter);
+// The writer's PID when `name` has exactly that form, else 0.
+long extract_temporary_pid(std::string_view name);
 
 // Opens directory `comps` below the directory `base_fd`, one component at a time with
 // O_NOFOLLOW | O_DIRECTORY. With `create`, missing components are made with mode 0755 (in

@@ -17,18 +17,34 @@ namespace {
 Status corrupt(const std::string& what) { return Status(ErrorCode::kCorrupt, "index: " + what); }
 
 // Name rules shared with extraction safety: a name is one path component.
-// True when a '/'-separated path has a "." or ".." segment.
-bool has_dot_segment(std::string_view path) {
-  size_t start = 0;
+// Why a root's original path is not the form pack writes ("/" + components joined by '/': never
+// "/" itself, no empty, "." or ".." segment, no trailing '/', no NUL), or nullptr when it is.
+// Restore and mount put a root back at this path, so anything else would let a poisoned store
+// choose where they write ("/", "/cache/../../etc", "/a//b" that compares unequal to "/a/b").
+const char* root_path_problem(std::string_view path) {
+  if (path.empty() || path[0] != '/') return "is not absolute";
+  if (path == "/") return "is '/' (pack never saves the root directory itself)";
+  if (path.find('\0') != std::string_view::npos) return "holds a NUL byte";
+  size_t start = 1;
   while (start <= path.size()) {
     size_t end = path.find('/', start);
     if (end == std::string_view::npos) end = path.size();
     std::string_view seg = path.substr(start, end - start);
-    if (seg == "." || seg == "..") return true;
+    if (seg.empty()) return "has an empty segment ('//' or a trailing '/')";
+    if (seg == "." || seg == "..") return "has a '.' or '..' segment";
     start = end + 1;
   }
-  return false;
+  return nullptr;
 }
+
+// True when `inner` is `outer` or lies below it (both normalised root paths).
+bool path_within(std::string_view inner, std::string_view outer) {
+  return inner == outer || (inner.size() > outer.size() && inner.substr(0, outer.size()) == outer && inner[outer.size()] == '/');
+}
+
+// An xattr name as listxattr(2) can report it: non-empty, no NUL (a NUL inside would make the
+// kernel's NUL-separated list show one extra name).
+bool valid_xattr_name(std::string_view n) { return !n.empty() && n.find('\0') == std::string_view::npos; }
 
 bool valid_name(std::string_view n) {
   return !n.empty() && n.size() <= 255 && n != "." && n != ".." && n.find('/') == std::string_view::npos &&
@@ -213,6 +229,8 @@ Status IndexImpl::validate() {
     const std::byte* x = b + xattrs_offset_ + uint64_t{i} * kIndexXattrBytes;
     if (!str_ok(load_le32(x), load_le32(x + 4)) || !str_ok(load_le32(x + 8), load_le32(x + 12)) || load_le32(x + 4) == 0)
       return corrupt("xattr " + std::to_string(i) + " outside the string table");
+    if (!valid_xattr_name(str(load_le32(x), load_le32(x + 4))))
+      return corrupt("xattr " + std::to_string(i) + " name " + quote_path(std::string(str(load_le32(x), load_le32(x + 4)))) + " holds a NUL byte");
   }
   for (uint32_t i = 0; i < root_count; ++i) {
     const std::byte* r = b + roots_off + uint64_t{i} * kIndexRootBytes;
@@ -222,11 +240,12 @@ Status IndexImpl::validate() {
       return corrupt("root " + std::to_string(i) + " out of range");
     root.original_path = std::string(str(load_le32(r + 4), load_le32(r + 8)));
     root.member_prefix = std::string(str(load_le32(r + 12), load_le32(r + 16)));
-    if (root.original_path.empty() || root.original_path[0] != '/') return corrupt("root " + std::to_string(i) + " original path is not absolute");
-    // Restore puts a root back at its original path: a ".." segment would let an archive
-    // choose to write anywhere (e.g. /cache/../../etc).
-    if (has_dot_segment(root.original_path))
-      return corrupt("root " + std::to_string(i) + " original path '" + root.original_path + "' has a '.' or '..' segment");
+    if (const char* why = root_path_problem(root.original_path))
+      return corrupt("root " + std::to_string(i) + " original path " + quote_path(root.original_path) + " " + why);
+    for (const auto& other : roots_)
+      if (path_within(root.original_path, other.original_path) || path_within(other.original_path, root.original_path))
+        return corrupt("root " + std::to_string(i) + " original path " + quote_path(root.original_path) + " overlaps root path " +
+                       quote_path(other.original_path) + " (pack refuses nested paths)");
     roots_.push_back(std::move(root));
   }
   for (uint32_t i = 0; i < hot_count; ++i) {

@@ -8,6 +8,7 @@
 
 #include "format/hashing.h"
 #include "format/le.h"
+#include "format/quote.h"
 
 namespace lazycache::format {
 
@@ -65,6 +66,9 @@ Result<std::string> serialize_index(IndexModel& model) {
     LC_ASSIGN_OR_RETURN(uint32_t target_off, strings.add(n.symlink_target));
     uint32_t xattr_first = xattr_count;
     for (const auto& x : n.xattrs) {
+      // The reader refuses these (format/index.cpp): never write an index it would refuse.
+      if (x.name.empty() || x.name.find('\0') != std::string::npos)
+        return Status(ErrorCode::kInvalidArgument, "xattr name " + quote_path(x.name, 64) + " of " + quote_path(n.name) + " is empty or holds a NUL byte");
       LC_ASSIGN_OR_RETURN(uint32_t xn, strings.add(x.name));
       LC_ASSIGN_OR_RETURN(uint32_t xv, strings.add(x.value));
       put_le32(xattr_records, xn);

@@ -10,7 +10,7 @@
 
 namespace lazycache::format {
 
-Result<ScannedTree> scan_for_pack(const std::vector<PackRoot>& roots, bool xattrs,
+Result<ScannedTree> scan_for_pack(const std::vector<PackRoot>& roots, XattrSet xattrs,
                                   const std::function<void(const std::string&)>& warn) {
   char cwd_buf[4096];
   if (!::getcwd(cwd_buf, sizeof cwd_buf)) return errno_status("getcwd");

@@ -299,7 +299,11 @@ Result<std::optional<TarEntryInfo>> TarReader::next() {
         uint64_t n = std::stoull(value);
         (key == "size" ? e.size : key == "uid" ? e.uid : e.gid) = n;
       } else if (key.rfind("SCHILY.xattr.", 0) == 0) {
-        e.xattrs.emplace_back(key.substr(13), value);
+        std::string name = key.substr(13);
+        // listxattr(2) separates names by NUL: one inside a name would show as an extra name.
+        if (name.empty() || name.find('\0') != std::string::npos)
+          return corrupt("member " + quote_path(e.path) + ": xattr name " + quote_path(name, 64) + " is empty or holds a NUL byte");
+        e.xattrs.emplace_back(std::move(name), value);
       }
     }
     while (e.path.size() > 1 && e.path.back() == '/') e.path.pop_back();

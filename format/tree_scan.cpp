@@ -31,7 +31,7 @@ std::string join(const std::vector<std::string>& comps, size_t n) {
 // open-files limit further down), and each directory is still opened once, relative to its parent.
 class Scanner {
  public:
-  Scanner(ScannedTree& t, bool xattrs, const std::function<void(const std::string&)>& warn) : t_(t), xattrs_(xattrs), warn_(warn) {}
+  Scanner(ScannedTree& t, XattrSet xattrs, const std::function<void(const std::string&)>& warn) : t_(t), xattrs_(xattrs), warn_(warn) {}
 
   uint32_t add_node(IndexNode n, uint32_t parent, int32_t root) {
     auto id = static_cast<uint32_t>(t_.model.nodes.size());
@@ -85,7 +85,7 @@ class Scanner {
     if (S_ISREG(st.st_mode)) {
       n.type = EntryType::kRegular;
       n.size = static_cast<uint64_t>(st.st_size);
-      if (xattrs_) LC_RETURN_IF_ERROR(xattrs_of(parent, name, O_RDONLY | O_NONBLOCK, path, n));
+      if (xattrs_ != XattrSet::kNone) LC_RETURN_IF_ERROR(xattrs_of(parent, name, O_RDONLY | O_NONBLOCK, path, n));
       uint32_t id = add_node(std::move(n), parent, root);
       t_.dev_ino[id] = {st.st_dev, st.st_ino};
       t_.stat_nlink[id] = st.st_nlink;
@@ -117,9 +117,9 @@ class Scanner {
     if (S_ISDIR(st.st_mode)) {
       n.type = EntryType::kDirectory;
       uint32_t id = add_node(std::move(n), parent, root);
-      if (xattrs_) {
+      if (xattrs_ != XattrSet::kNone) {
         LC_ASSIGN_OR_RETURN(int fd, dirs_.open(id, [&] { return path; }));
-        LC_ASSIGN_OR_RETURN(auto xattrs, read_xattrs(fd, path));
+        LC_ASSIGN_OR_RETURN(auto xattrs, read_xattrs(fd, path, xattrs_));
         t_.model.nodes[id].xattrs = std::move(xattrs);
       }
       return id;
@@ -169,6 +169,11 @@ class Scanner {
       const std::string name = level.names[level.next++];
       const uint32_t node = level.node;
       std::string child = level.path + "/" + name;
+      if (extract_temporary_pid(name) != 0) {  // a partial file of an interrupted extract (fs_util.h)
+        warn_("skipping " + child + ": a temporary of an interrupted extract");
+        ++t_.skipped;
+        continue;
+      }
       // Again for every child: scanning the previous one moved the stack below this directory.
       LC_ASSIGN_OR_RETURN(int dirfd, dirs_.open(node, [&] { return stack.back().path; }));
       struct stat st;
@@ -192,12 +197,12 @@ class Scanner {
     int fd = ::openat(dirfd, name.c_str(), flags | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) return errno_status("opening " + path);
     Fd f(fd);
-    LC_ASSIGN_OR_RETURN(n.xattrs, read_xattrs(f.get(), path));
+    LC_ASSIGN_OR_RETURN(n.xattrs, read_xattrs(f.get(), path, xattrs_));
     return Status();
   }
 
   ScannedTree& t_;
-  bool xattrs_;
+  XattrSet xattrs_;
   const std::function<void(const std::string&)>& warn_;
   DirStack dirs_;
 };
@@ -235,7 +240,7 @@ Result<std::vector<NormalizedRoot>> normalize_roots(const std::vector<PackRoot>&
   return out;
 }
 
-Result<std::vector<Xattr>> read_xattrs(int fd, const std::string& what) {
+Result<std::vector<Xattr>> read_xattrs(int fd, const std::string& what, XattrSet set) {
   std::vector<Xattr> out;
   ssize_t len = ::flistxattr(fd, nullptr, 0);
   if (len < 0) {
@@ -249,7 +254,9 @@ Result<std::vector<Xattr>> read_xattrs(int fd, const std::string& what) {
   for (size_t i = 0; i < names.size();) {
     std::string name(names.c_str() + i);
     i += name.size() + 1;
-    if (name.rfind("user.", 0) != 0 && name.rfind("trusted.", 0) != 0 && name.rfind("security.", 0) != 0) continue;
+    const bool user = name.rfind("user.", 0) == 0;
+    const bool stored = user || name.rfind("trusted.", 0) == 0 || name.rfind("security.", 0) == 0;
+    if (set == XattrSet::kNone || !stored || (set == XattrSet::kUser && !user)) continue;
     ssize_t vlen = ::fgetxattr(fd, name.c_str(), nullptr, 0);
     if (vlen < 0) return errno_status("reading xattr " + name + " of " + what);
     std::string value(static_cast<size_t>(vlen), '\0');
@@ -262,7 +269,7 @@ Result<std::vector<Xattr>> read_xattrs(int fd, const std::string& what) {
   return out;
 }
 
-Result<ScannedTree> scan_tree(const std::vector<NormalizedRoot>& roots, bool xattrs,
+Result<ScannedTree> scan_tree(const std::vector<NormalizedRoot>& roots, XattrSet xattrs,
                               const std::function<void(const std::string&)>& warn) {
   ScannedTree t;
   Scanner s(t, xattrs, warn);

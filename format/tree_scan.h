@@ -33,10 +33,10 @@ struct ScannedTree {
 
 // Scans the trees. Sockets, devices and fifos are skipped with a warning.
 // Errors: kNotFound (a root is missing), kIo / kPermissionDenied naming the path.
-Result<ScannedTree> scan_tree(const std::vector<NormalizedRoot>& roots, bool xattrs,
+Result<ScannedTree> scan_tree(const std::vector<NormalizedRoot>& roots, XattrSet xattrs,
                               const std::function<void(const std::string&)>& warn);
 
-// Reads the xattrs we store (user., trusted., security.) of an open fd, sorted by name.
-Result<std::vector<Xattr>> read_xattrs(int fd, const std::string& what);
+// Reads the xattrs of `set` (archive_writer.h) of an open fd, sorted by name.
+Result<std::vector<Xattr>> read_xattrs(int fd, const std::string& what, XattrSet set = XattrSet::kStored);
 
 }  // namespace lazycache::format

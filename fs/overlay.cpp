@@ -38,6 +38,17 @@ std::string parent_of(const std::string& rel) {
   return slash == std::string::npos ? std::string() : rel.substr(0, slash);
 }
 
+// The archive entry's xattrs onto its upper copy at `path` (or the open `fd`, when >= 0), best
+// effort as tar does: a copy-up must not drop them, or the merged view (and the next save)
+// would lose them the moment a directory gains a child or a file is written.
+void copy_xattrs_up(const format::Index& index, const format::Entry& e, const std::string& path, int fd) {
+  if (!e.has_xattrs) return;
+  for (const auto& x : index.xattrs(e.id)) {
+    if (fd >= 0) ::fsetxattr(fd, x.name.c_str(), x.value.data(), x.value.size(), 0);
+    else ::lsetxattr(path.c_str(), x.name.c_str(), x.value.data(), x.value.size(), 0);
+  }
+}
+
 Status write_all(int fd, const char* data, size_t size, const std::string& what) {
   while (size > 0) {
     ssize_t n = ::write(fd, data, size);
@@ -366,6 +377,7 @@ Status Overlay::ensure_upper_dir_path(const std::string& rel, EntryId lower_id, 
     if (::mkdir(path.c_str(), 0700) != 0) return errno_error("mkdir " + path);
     return Status();
   }));
+  copy_xattrs_up(lower_.index(), lower_.index().entry(lower_id), path, -1);
   if (::lchown(path.c_str(), a.uid, a.gid) != 0 && geteuid() == 0) return errno_error("chown " + path);
   if (::chmod(path.c_str(), a.mode & 07777) != 0) return errno_error("chmod " + path);
   timespec ts[2] = {to_timespec(a.mtime_ns), to_timespec(a.mtime_ns)};
@@ -407,6 +419,7 @@ Status Overlay::copy_up_entry(const std::string& rel, EntryId lower_id, uint64_t
   const timespec mtime = to_timespec(a.mtime_ns);
   if (e.type == format::EntryType::kSymlink) {
     if (::symlink(std::string(e.symlink_target).c_str(), tmp.c_str()) != 0) return errno_error("symlink " + tmp);
+    copy_xattrs_up(lower_.index(), e, tmp, -1);
     ::lchown(tmp.c_str(), a.uid, a.gid);
     timespec ts[2] = {mtime, mtime};
     ::utimensat(AT_FDCWD, tmp.c_str(), ts, AT_SYMLINK_NOFOLLOW);
@@ -431,11 +444,7 @@ Status Overlay::copy_up_entry(const std::string& rel, EntryId lower_id, uint64_t
       lower_.release(h);
       if (!s.ok()) return fail(s);
     }
-    if (e.has_xattrs) {
-      for (const auto& x : lower_.index().xattrs(lower_id)) {
-        ::fsetxattr(fd, x.name.c_str(), x.value.data(), x.value.size(), 0);  // best effort, as tar does
-      }
-    }
+    copy_xattrs_up(lower_.index(), e, tmp, fd);
     if (::fchown(fd, a.uid, a.gid) != 0 && geteuid() == 0) return fail(errno_error("chown " + tmp));
     if (::fchmod(fd, a.mode & 07777) != 0) return fail(errno_error("chmod " + tmp));
     timespec ts[2] = {mtime, mtime};

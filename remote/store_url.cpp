@@ -109,6 +109,22 @@ std::string redact_after_scheme(std::string_view url) {
   return out;
 }
 
+// A plain path whose first component looks like a URL scheme ("s3:/bucket", "file:/tmp/x",
+// "https:host") is almost always a mistyped URL. Taking it as a directory would put the cache in
+// the job's working directory and report success, so it is refused; "./s3:x" still names a
+// directory of that name for whoever really wants one.
+bool looks_like_mistyped_url(std::string_view url) {
+  auto colon = url.find(':');
+  if (colon == std::string_view::npos || colon == 0) return false;
+  std::string_view scheme = url.substr(0, colon);
+  if (scheme.find('/') != std::string_view::npos) return false;
+  auto is_alpha = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); };
+  if (!is_alpha(scheme.front())) return false;
+  for (char c : scheme)
+    if (!is_alpha(c) && !(c >= '0' && c <= '9') && c != '+' && c != '-' && c != '.') return false;
+  return true;
+}
+
 }  // namespace
 
 bool is_secret_param(std::string_view name) {
@@ -154,6 +170,10 @@ Result<StoreUrl> parse_store_url(std::string_view url) {
   if (url.empty()) return bad_url(url, "empty");
   auto scheme_end = url.find("://");
   if (scheme_end == std::string_view::npos) {
+    if (looks_like_mistyped_url(url))
+      return bad_url(url, "looks like a mistyped URL (the forms are a path, file:///dir, s3://bucket/prefix, "
+                          "http(s)://host/path; write ./" + std::string(url.substr(0, url.find('?'))) +
+                          " for a directory of that name)");
     out.kind = StoreUrl::Kind::kLocalDir;
     LC_ASSIGN_OR_RETURN(out.dir, absolute_dir(url, url));
     return out;

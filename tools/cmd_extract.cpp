@@ -7,6 +7,7 @@
 #include "format/extractor.h"
 #include "tools/archive_input.h"
 #include "tools/command.h"
+#include "tools/extract_options.h"
 #include "tools/progress.h"
 
 namespace lazycache::cli {
@@ -17,7 +18,7 @@ int run_extract(ArgParser& args) {
   args.option("directory", "DIR", "extract under DIR", ".");
   args.alias("-C", "directory");
   args.flag("to-original-paths", "put each root back at the absolute path it was packed from (ignores -C)");
-  args.flag("allow-external-symlinks", "accept symlinks whose target is absolute or leaves the extraction directory");
+  add_extract_safety_options(args);
   args.flag("same-owner", "restore uid/gid (default when run as root)");
   args.flag("no-same-owner", "do not restore uid/gid, even as root");
   args.option("threads", "N", "decompression threads, 0 = all cores", "0");
@@ -35,7 +36,7 @@ int run_extract(ArgParser& args) {
   config.targets = args.has("to-original-paths") ? format::targets_at_original_paths(idx) : format::targets_under(idx, args.get("directory"));
   config.only_paths = in->rest;
   config.threads = static_cast<int>(*threads);
-  config.allow_external_symlinks = args.has("allow-external-symlinks");
+  apply_extract_safety_options(args, config);
   config.restore_owner = args.has("same-owner") || (::geteuid() == 0 && !args.has("no-same-owner"));
   bool quiet = args.has("quiet");
   Progress progress("extract", quiet);

@@ -12,6 +12,7 @@
 
 #include "format/archive.h"
 #include "format/quote.h"
+#include "format/root_placement.h"
 #include "fs/chunk_cache.h"
 #include "fs/filesystem.h"
 #include "fs/fuse_adapter.h"
@@ -29,43 +30,7 @@
 namespace lazycache::cli {
 namespace {
 
-struct Placement {
-  std::string path;  // absolute mount point
-  format::EntryId root = 0;
-};
-
-// Each PATH goes to the root saved from the same absolute path; when none matches and the
-// counts agree, PATHs take the roots in order (mounting an entry somewhere else); with no PATH,
-// every root goes back to where it was saved.
-Result<std::vector<Placement>> place(const format::Index& index, const std::vector<std::string>& paths) {
-  const auto& roots = index.roots();
-  std::vector<Placement> out;
-  if (paths.empty()) {
-    for (const auto& r : roots) out.push_back({r.original_path, r.entry});
-    return out;
-  }
-  bool all_match = true;
-  for (const auto& p : paths) {
-    bool found = false;
-    for (const auto& r : roots) {
-      if (r.original_path == p) {
-        out.push_back({p, r.entry});
-        found = true;
-      }
-    }
-    all_match = all_match && found;
-  }
-  if (all_match) return out;
-  if (paths.size() == roots.size()) {
-    out.clear();
-    for (size_t i = 0; i < paths.size(); ++i) out.push_back({paths[i], roots[i].entry});
-    return out;
-  }
-  std::string saved;
-  for (const auto& r : roots) saved += " " + format::quote_path_if_needed(r.original_path);
-  return Status(ErrorCode::kInvalidArgument, "the paths given do not match the entry's saved paths:" + saved);
-}
-
+using Placement = format::RootPlacement;
 Result<std::vector<std::string>> read_path_list(const std::string& file) {
   std::ifstream in(file);
   if (!in) return Status(ErrorCode::kNotFound, "cannot read prefetch list " + file);
@@ -185,7 +150,7 @@ int run_mount(ArgParser& args) {
   auto reader = format::ArchiveReader::open(counting);
   if (!reader.ok()) return fail(reader.error().with_context("opening " + source->describe()));
   const uint64_t mount_reads = counting->reads();
-  auto placements = place((*reader)->index(), paths);
+  auto placements = format::place_roots((*reader)->index(), paths);  // the rule restore uses
   if (!placements.ok()) return fail(placements.error());
 
   auto cache = fs::ChunkCache::open({args.has("cache-dir") ? args.get("cache-dir") : fs::ChunkCache::default_dir(), *cache_size});
@@ -238,6 +203,7 @@ int run_mount(ArgParser& args) {
       r.path = pl.path;
       r.state_dir = state_dir;
       r.cache_dir = absolute_path(cache_dir);  // the incremental save reads base frames from it
+      r.xattrs = xattrs_to_keep(filesystem.index());
       Status recorded = write_save_record(r);
       if (!recorded.ok()) return fail(recorded.with_context("recording the key for unmount --save"));
     }

@@ -37,7 +37,7 @@ int run_pack(ArgParser& args) {
   config.level = static_cast<int>(*level);
   config.frame_size_bytes = *frame;
   config.threads = static_cast<int>(*threads);
-  config.xattrs = args.has("xattrs");
+  config.xattrs = args.has("xattrs") ? format::XattrSet::kStored : format::XattrSet::kNone;
   config.tool_version = std::string("lazycache ") + LC_VERSION;
   if (args.has("hot-list")) {
     std::ifstream in(args.get("hot-list"));

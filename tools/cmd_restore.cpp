@@ -13,23 +13,16 @@
 
 #include "format/archive.h"
 #include "format/extractor.h"
-#include "format/quote.h"
+#include "format/root_placement.h"
 #include "remote/object_byte_source.h"
 #include "tools/command.h"
+#include "tools/extract_options.h"
 #include "tools/fuse_probe.h"
+#include "tools/mount_state.h"
 #include "tools/store_options.h"
 
 namespace lazycache::cli {
 namespace {
-
-std::string absolute(const std::string& p) {
-  if (!p.empty() && p[0] == '/') return p;
-  char cwd[4096];
-  if (!::getcwd(cwd, sizeof cwd)) return p;
-  std::string out = std::string(cwd) + "/" + p;
-  while (out.size() > 1 && out.back() == '/') out.pop_back();
-  return out;
-}
 
 // Why FUSE cannot be used here, or "": the device, the kernel and the mount permission
 // (tools/fuse_probe.h; a trial mount catches containers that deny mount(2)).
@@ -56,26 +49,12 @@ int extract(const ArgParser& args, std::shared_ptr<remote::ObjectStore> store, c
   const auto& index = (*reader)->index();
   format::ExtractConfig config;
   config.threads = threads;
-  auto all = format::targets_at_original_paths(index);
-  if (args.positionals().empty()) {
-    config.targets = all;
-  } else {
-    for (const auto& p : args.positionals()) {
-      std::string want = absolute(p);
-      bool found = false;
-      for (const auto& t : all) {
-        if (t.dest_path == want) {
-          config.targets.push_back(t);
-          found = true;
-        }
-      }
-      if (!found) {
-        std::string saved;
-        for (const auto& r : index.roots()) saved += " " + format::quote_path_if_needed(r.original_path);
-        return report_error("restore", Status(ErrorCode::kNotFound, want + " is not a path saved in this entry (saved:" + saved + ")"));
-      }
-    }
-  }
+  apply_extract_safety_options(args, config);
+  std::vector<std::string> paths;
+  for (const auto& p : args.positionals()) paths.push_back(absolute_path(p));
+  auto placed = format::place_roots(index, paths);  // the rule mount uses
+  if (!placed.ok()) return report_error("restore", placed.error());
+  for (const auto& p : *placed) config.targets.push_back(format::ExtractTarget{p.root, p.path});
   auto stats = format::extract_archive(**reader, config);
   if (!stats.ok()) return report_error("restore", stats.error().with_context("extracting " + source->describe()));
   double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
@@ -94,6 +73,7 @@ int run_restore(ArgParser& args) {
   args.flag("extract", "same as --mode extract");
   args.flag("fail-on-cache-miss", "exit 3 when no entry matches");
   args.option("threads", "N", "decompression threads when extracting (0: one per CPU)", "0");
+  add_extract_safety_options(args);
   int code = 0;
   if (!args.parse(code)) return code;
   std::string mode = args.has("extract") ? "extract" : args.get("mode");

@@ -65,7 +65,7 @@ int run_save(ArgParser& args) {
   pack.level = static_cast<int>(*level);
   pack.frame_size_bytes = *frame;
   pack.threads = static_cast<int>(*threads);
-  pack.xattrs = args.has("xattrs");
+  pack.xattrs = args.has("xattrs") ? format::XattrSet::kStored : format::XattrSet::kNone;
   pack.tool_version = std::string("lazycache ") + LC_VERSION;
 
   remote::PutOptions put;

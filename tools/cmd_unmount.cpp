@@ -10,6 +10,7 @@
 
 #include "fs/local_files.h"
 #include "tools/command.h"
+#include "tools/mount_holders.h"
 #include "tools/mount_state.h"
 #include "tools/unmount_save.h"
 
@@ -45,6 +46,22 @@ std::optional<DaemonState> wait_for_daemon(const DaemonState& d) {
   return last->stopped ? last : std::nullopt;
 }
 
+// The unmount itself failed (EBUSY: a file was opened after the busy check, or without --save).
+// Nothing is removed; say who holds the path and what to do.
+void report_unmount_failure(const std::string& path, const Status& s, bool was_saved) {
+  (void)report_error("unmount", s);
+  if (s.code() != ErrorCode::kPreconditionFailed) return;
+  auto holders = find_mount_holders(path);
+  std::cerr << "lazycache unmount: " << path;
+  if (!holders.empty()) std::cerr << " is held by " << describe_holders(holders) << ";";
+  std::cerr << " it stays mounted";
+  if (was_saved) {
+    std::cerr << " with its changes and its save record (a file was opened while it was being saved: the entry "
+                 "holds the changes up to the save, later ones are not in it, entries are immutable)";
+  }
+  std::cerr << "; " << busy_advice(path) << "\n";
+}
+
 int run_unmount(ArgParser& args) {
   args.flag("all", "unmount every mount started with this run directory (" + run_dir() + ")");
   args.flag("lazy", "detach even while files are open; the daemon exits when the last one closes");
@@ -67,26 +84,32 @@ int run_unmount(ArgParser& args) {
   int rc = kExitOk;
   UnmountSaveResult saved;
   if (args.has("save")) {
-    saved = save_before_unmount(paths);
+    saved = save_before_unmount(paths, !args.has("lazy"));
     rc = saved.exit_code;
   }
+  auto contains = [](const std::vector<std::string>& v, const std::string& x) { return std::find(v.begin(), v.end(), x) != v.end(); };
+  std::vector<std::string> gone;  // no longer mounted: their saved state may be removed
   for (const auto& path : paths) {
-    if (std::find(saved.keep_mounted.begin(), saved.keep_mounted.end(), path) != saved.keep_mounted.end()) continue;
+    if (contains(saved.keep_mounted, path)) continue;
     if (clean_stale(path)) {
       std::cerr << "lazycache unmount: " << path << ": cleaned up a stale mount (its daemon was gone)\n";
+      gone.push_back(path);
       continue;
     }
     auto daemon = find_daemon(path);
     if (!is_lazycache_mount(path)) {
       if (daemon && !daemon_alive(*daemon)) remove_state_files(*daemon);
       std::cerr << "lazycache unmount: " << path << " is not mounted (nothing to do)\n";
+      gone.push_back(path);
       continue;
     }
     Status s = unmount_path(path, args.has("lazy"));
     if (!s.ok()) {
-      rc = report_error("unmount", s);
+      rc = kExitFailure;
+      report_unmount_failure(path, s, contains(saved.done, path));
       continue;
     }
+    gone.push_back(path);
     if (!daemon) {
       std::cerr << "lazycache unmount: " << path << " unmounted (no figures: its daemon left no state in " << run_dir() << ")\n";
       continue;
@@ -108,7 +131,15 @@ int run_unmount(ArgParser& args) {
   }
   // The daemons have exited (not with --lazy: they may still serve open files from the upper
   // directories, which are then left for the next unmount --save or by hand).
-  if (!args.has("lazy")) clean_after_save(saved.done);
+  // A path that is still mounted keeps its upper directory and record: they are what the mount
+  // serves and what a retry of `unmount --save` reads.
+  if (!args.has("lazy")) {
+    std::vector<std::string> clean;
+    for (const auto& p : saved.done) {
+      if (contains(gone, p)) clean.push_back(p);
+    }
+    clean_after_save(clean);
+  }
   return rc;
 }
 

@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "fs/local_files.h"
+#include "tools/mount_table.h"
 
 extern char** environ;
 
@@ -168,47 +169,10 @@ DaemonState refresh(const DaemonState& d) {
   return d;
 }
 
-namespace {
-
-// /proc/self/mountinfo escapes space, tab, newline and backslash as \ooo.
-std::string unescape_mountinfo(const std::string& s) {
-  std::string out;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '\\' && i + 3 < s.size()) {
-      int v = 0;
-      bool ok = true;
-      for (size_t j = 1; j <= 3; ++j) {
-        char c = s[i + j];
-        if (c < '0' || c > '7') ok = false;
-        v = v * 8 + (c - '0');
-      }
-      if (ok) {
-        out.push_back(static_cast<char>(v));
-        i += 3;
-        continue;
-      }
-    }
-    out.push_back(s[i]);
-  }
-  return out;
-}
-
-}  // namespace
-
 std::vector<std::string> lazycache_mounts() {
   std::vector<std::string> out;
-  std::ifstream in("/proc/self/mountinfo");
-  std::string line;
-  while (std::getline(in, line)) {
-    std::istringstream fields(line);
-    std::string f, mountpoint;
-    std::vector<std::string> parts;
-    while (fields >> f) parts.push_back(f);
-    if (parts.size() < 7) continue;
-    mountpoint = parts[4];
-    size_t dash = 6;
-    while (dash < parts.size() && parts[dash] != "-") ++dash;
-    if (dash + 1 < parts.size() && parts[dash + 1] == "fuse.lazycache") out.push_back(unescape_mountinfo(mountpoint));
+  for (const MountEntry& e : read_mount_table()) {
+    if (e.fstype == "fuse.lazycache") out.push_back(e.mountpoint);
   }
   return out;
 }

@@ -25,7 +25,8 @@ constexpr std::pair<std::string_view, const char*> kSecretSources[] = {
 std::string SaveRecord::to_text() const {
   std::ostringstream out;
   out << "path=" << path << "\nprimary_key=" << primary_key << "\nscope=" << scope << "\nexact_hit=" << (exact_hit ? 1 : 0)
-      << "\npid=" << pid << "\nstate_dir=" << state_dir << "\ncache_dir=" << cache_dir << "\n";
+      << "\npid=" << pid << "\nstate_dir=" << state_dir << "\ncache_dir=" << cache_dir
+      << "\nxattrs=" << (xattrs == format::XattrSet::kStored ? "stored" : xattrs == format::XattrSet::kNone ? "none" : "user") << "\n";
   for (const auto& a : store_args) out << "store_arg=" << a << "\n";
   return out.str();
 }
@@ -46,9 +47,17 @@ Result<SaveRecord> SaveRecord::parse(const std::string& text) {
     else if (k == "state_dir") r.state_dir = v;
     else if (k == "cache_dir") r.cache_dir = v;
     else if (k == "store_arg") r.store_args.push_back(v);
+    else if (k == "xattrs") r.xattrs = v == "stored" ? format::XattrSet::kStored : v == "none" ? format::XattrSet::kNone : format::XattrSet::kUser;
   }
   if (r.path.empty() || r.primary_key.empty()) return Status(ErrorCode::kCorrupt, "save record without a path or key");
   return r;
+}
+
+format::XattrSet xattrs_to_keep(const format::Index& index) {
+  for (format::EntryId id = 0; id < index.entry_count(); ++id) {
+    if (index.entry(id).has_xattrs) return format::XattrSet::kStored;
+  }
+  return format::XattrSet::kUser;
 }
 
 std::string save_record_path(const std::string& mountpoint) {

@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "common/status.h"
+#include "format/archive.h"
+#include "format/archive_writer.h"
 #include "tools/command.h"
 
 namespace lazycache::cli {
@@ -25,10 +27,17 @@ struct SaveRecord {
   std::string state_dir;    // the overlay's state (upper/ + work/); empty on a miss or --read-only
   std::vector<std::string> store_args;  // "--store=URL", "--path-style", ... as given to mount
   std::string cache_dir;                // the daemon's chunk cache (absolute); empty: the default
+  // The xattrs a save of this path stores (see xattrs_to_keep). Records without the line (older
+  // mounts, misses): user.* only.
+  format::XattrSet xattrs = format::XattrSet::kUser;
 
   std::string to_text() const;
   static Result<SaveRecord> parse(const std::string& text);
 };
+// What saves of a mount of `index` keep, so a save behaves like the entry's own: every xattr
+// `pack --xattrs` stores when the entry holds any (it was saved with --xattrs), else user.* only
+// (those only the job can have set; a host's security labels on new files are not the job's).
+format::XattrSet xattrs_to_keep(const format::Index& index);
 std::string save_record_path(const std::string& mountpoint);
 Status write_save_record(const SaveRecord& record);
 // kNotFound when `mount` left no record for the path. A redacted --store (--endpoint) URL

@@ -4,6 +4,7 @@
 #include <ftw.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -16,6 +17,7 @@
 #include "fs/local_files.h"
 #include "remote/upload_sink.h"
 #include "tools/incremental_save.h"
+#include "tools/mount_holders.h"
 #include "tools/mount_state.h"
 #include "tools/save_record.h"
 #include "tools/store_options.h"
@@ -88,6 +90,7 @@ Status save_group(const Group& g, SaveOutcome* out) {
   format::PackConfig pack;
   pack.tool_version = std::string("lazycache ") + LC_VERSION;
   for (const SaveRecord& r : g.records) {
+    pack.xattrs = std::max(pack.xattrs, r.xattrs);  // the entry was packed with one choice for all paths
     roots.push_back(format::PackRoot{r.path});
     for (auto& p : hot_paths_of(r.pid, r.path)) pack.hot_paths.push_back(std::move(p));
   }
@@ -137,9 +140,27 @@ std::string incremental_summary(const IncrementalSaveCounts& c) {
   return line;
 }
 
+// Before a save: a busy path cannot be unmounted after it, so nothing is saved or changed.
+// True (after printing the holders and what to do) when a path of the group is busy.
+bool report_busy(const Group& g) {
+  bool busy = false;
+  for (const SaveRecord& r : g.records) {
+    if (r.pid <= 0) continue;  // a miss: a plain directory, nothing to unmount
+    auto holders = find_mount_holders(r.path);
+    if (holders.empty()) continue;
+    busy = true;
+    std::cerr << "lazycache unmount: " << r.path << " is busy (" << describe_holders(holders) << "); nothing was saved and it "
+              << "stays mounted as it was; " << busy_advice(r.path) << "\n";
+  }
+  if (busy && g.records.size() > 1) {
+    std::cerr << "lazycache unmount: the paths mounted with it are saved together, so they were not saved either\n";
+  }
+  return busy;
+}
+
 }  // namespace
 
-UnmountSaveResult save_before_unmount(const std::vector<std::string>& paths) {
+UnmountSaveResult save_before_unmount(const std::vector<std::string>& paths, bool check_busy) {
   UnmountSaveResult result;
   std::map<std::string, Group> groups;
   for (const std::string& path : paths) {
@@ -163,6 +184,11 @@ UnmountSaveResult save_before_unmount(const std::vector<std::string>& paths) {
     for (const auto& r : g.records) {
       changed = changed || upper_changed(r);
       exact = exact && r.exact_hit;
+    }
+    if (check_busy && report_busy(g)) {
+      for (const auto& r : g.records) result.keep_mounted.push_back(r.path);
+      result.exit_code = 1;
+      continue;
     }
     if (exact && !changed) {
       std::cout << "cache hit on key " << first.primary_key << " and nothing changed under " << where << ": not saving\n";

@@ -4,6 +4,7 @@
 #include <zstd.h>
 
 #include <stdexcept>
+#include <tuple>
 
 #include "format/le.h"
 #include "tests/hostile/archive_forge.h"
@@ -148,16 +149,71 @@ std::vector<HostileCase> make_hostile_cases() {
     hooks.on_raw_index = [id, dir](std::string& raw) { ArchiveForge::patch_entry(raw, id, kLinkGroup, dir, 4); };
     add("hardlink_to_directory", "a hardlink whose target is a directory", RefuseAt::kOpen, "hardlink", "h", f, hooks);
   }
+  // Absolute and escaping symlinks are created as saved, like tar (issue 16), and never
+  // followed: these must extract, and nothing may appear outside (the test checks).
   {
     ArchiveForge f = base_tree();
     f.add_symlink(f.root(), "abs", "/etc");
-    add("symlink_absolute", "a symlink to an absolute path outside the target", RefuseAt::kExtract, "symlink", "abs", f);
+    add("symlink_absolute", "a symlink to an absolute path outside the target", RefuseAt::kNever, "", "abs", f);
   }
   {
     ArchiveForge f = base_tree();
     uint32_t d = f.add_dir(f.root(), "d");
     f.add_symlink(d, "up", "../../../../../../outside");
-    add("symlink_relative_escape", "a relative symlink climbing above the target", RefuseAt::kExtract, "symlink", "up", f);
+    add("symlink_relative_escape", "a relative symlink climbing above the target", RefuseAt::kNever, "", "up", f);
+  }
+  {
+    // The chain of issue 13 item 9: the link text of esc climbs only as far as it descends.
+    ArchiveForge f = base_tree();
+    uint32_t d = f.add_dir(f.root(), "d");
+    f.add_symlink(d, "up", "..");
+    f.add_symlink(d, "esc", "up/../../../outside");
+    add("symlink_chain_escape", "symlinks up -> .., esc -> up/../../../outside (escapes only through the chain)",
+        RefuseAt::kNever, "", "esc", f);
+  }
+
+  // ---- root paths: restore and mount write at them ----
+  for (const auto& [name, path, why] : {std::tuple{"root_path_slash", "/", "a root saved from '/' (restore would write at /)"},
+                                        std::tuple{"root_path_double_slash", "/hostile//data", "a root path with an empty segment"},
+                                        std::tuple{"root_path_trailing_slash", "/hostile/data/", "a root path with a trailing '/'"}}) {
+    ArchiveForge f(path);
+    f.add_file(f.root(), "a.txt", "alpha\n");
+    add(name, why, RefuseAt::kOpen, "original path", "", f);
+  }
+  {
+    // Restore writes each root at its path: a root inside another could sit under a symlink
+    // the first one creates.
+    ArchiveForge f = base_tree();
+    uint32_t sub = 0;
+    for (uint32_t i = 0; i < f.model().nodes.size(); ++i)
+      if (f.model().nodes[i].name == "sub") sub = i;
+    f.model().roots.push_back(format::IndexRootSpec{"/hostile/data/sub", "data/sub", sub});
+    add("roots_nested", "a second root saved from inside the first", RefuseAt::kOpen, "overlaps", "", f);
+  }
+  {
+    // A directory with a child whose entry turns into a symlink (a tar stream's "symlink
+    // replacing a directory mid-archive", as an index can say it): the child would be written
+    // through the link.
+    ArchiveForge f = base_tree();
+    uint32_t d = f.add_dir(f.root(), "d");
+    f.add_file(d, "x", "through the link?\n");
+    ForgeHooks hooks;
+    uint32_t id = f.entry_ids()[d];
+    hooks.on_raw_index = [id](std::string& raw) { ArchiveForge::patch_entry(raw, id, 4, static_cast<uint8_t>(format::EntryType::kSymlink), 1); };
+    hooks.recompute_index_checksum = true;
+    add("symlink_replacing_directory", "a directory entry with a child, retyped as a symlink", RefuseAt::kOpen, "", "", f, hooks);
+  }
+  {
+    // listxattr(2) would report "user.a" and "b" for the name "user.a\0b".
+    ArchiveForge f = base_tree();
+    uint32_t x = f.add_file(f.root(), "x", "payload\n");
+    f.model().nodes[x].xattrs.push_back(format::Xattr{"user.aXb", "v"});
+    ForgeHooks hooks;
+    hooks.on_raw_index = [](std::string& raw) {
+      size_t at = raw.find("user.aXb");
+      if (at != std::string::npos) raw[at + 6] = '\0';
+    };
+    add("xattr_name_nul", "an xattr name with an embedded NUL", RefuseAt::kOpen, "NUL", "", f, hooks);
   }
 
   // ---- sizes ----

@@ -52,6 +52,20 @@ TEST_CASE("store URLs", "[unit]") {
     INFO(bad);
     CHECK(!r.ok());
   }
+  // Mistyped URLs are refused instead of becoming a directory under the cwd; a path that only
+  // contains a colon later on, or starts with ./, is still a directory.
+  for (const char* typo : {"s3:/bucket/x", "file:/tmp/x", "s3:bucket", "https:/host/x", "S3:/b/x"}) {
+    auto r = parse_store_url(typo);
+    INFO(typo);
+    REQUIRE(!r.ok());
+    CHECK(r.error().message().find("mistyped URL") != std::string::npos);
+  }
+  for (const char* dir : {"./s3:x", "/tmp/a:b", "cache/v1:2"}) {
+    auto r = parse_store_url(dir);
+    INFO(dir);
+    REQUIRE(r.ok());
+    CHECK(r->kind == StoreUrl::Kind::kLocalDir);
+  }
   auto leak = parse_store_url("gopher://h/p?token=secret");
   REQUIRE(!leak.ok());
   CHECK(leak.error().message().find("secret") == std::string::npos);

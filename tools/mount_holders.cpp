@@ -1,0 +1,122 @@
+// SPDX-License-Identifier: MIT
+#include "tools/mount_holders.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <optional>
+
+#include "format/quote.h"
+#include "tools/mount_table.h"
+
+namespace lazycache::cli {
+namespace {
+
+std::string read_link(const std::string& path) {
+  char buf[4096];
+  ssize_t n = ::readlink(path.c_str(), buf, sizeof buf);
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
+}
+
+// The mnt_id line of an fdinfo file, or -1.
+int fdinfo_mount_id(const std::string& fdinfo) {
+  std::ifstream in(fdinfo);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("mnt_id:", 0) == 0) return std::atoi(line.c_str() + 7);
+  }
+  return -1;
+}
+
+// The mount a magic link of /proc/PID (cwd, root, exe) points into: opened O_PATH, which jumps
+// straight to the dentry without a lookup or an open on the file system it lives on.
+int link_mount_id(const std::string& link) {
+  int fd = ::open(link.c_str(), O_PATH | O_CLOEXEC);
+  if (fd < 0) return -1;
+  int id = fdinfo_mount_id("/proc/self/fdinfo/" + std::to_string(fd));
+  ::close(fd);
+  return id;
+}
+
+std::vector<std::string> numeric_entries(const std::string& dir) {
+  std::vector<std::string> out;
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return out;
+  while (dirent* e = ::readdir(d)) {
+    if (e->d_name[0] >= '0' && e->d_name[0] <= '9') out.emplace_back(e->d_name);
+  }
+  ::closedir(d);
+  return out;
+}
+
+void scan_process(pid_t pid, const MountEntry& m, std::vector<MountHolder>& out) {
+  const std::string proc = "/proc/" + std::to_string(pid);
+  std::string comm;
+  {
+    std::ifstream in(proc + "/comm");
+    std::getline(in, comm);
+  }
+  auto add = [&](std::string what) { out.push_back(MountHolder{pid, comm, std::move(what)}); };
+  if (pid == ::getpid()) return;  // this process holds nothing under the mount it checks
+  for (const char* link : {"cwd", "root", "exe"}) {
+    if (link_mount_id(proc + "/" + link) == m.mount_id) {
+      add(std::string(link) == "cwd" ? "working directory " + format::quote_path(read_link(proc + "/cwd"))
+                                     : std::string(link) + " " + format::quote_path(read_link(proc + "/" + link)));
+    }
+  }
+  for (const std::string& fd : numeric_entries(proc + "/fd")) {
+    if (fdinfo_mount_id(proc + "/fdinfo/" + fd) == m.mount_id) add("fd " + fd + " " + format::quote_path(read_link(proc + "/fd/" + fd)));
+  }
+  std::ifstream maps(proc + "/maps");
+  std::string line, last;
+  while (std::getline(maps, line)) {
+    unsigned major = 0, minor = 0;
+    unsigned long inode = 0;
+    int path_at = 0;
+    // "start-end perms offset MM:mm inode   path"
+    if (std::sscanf(line.c_str(), "%*s %*s %*s %x:%x %lu %n", &major, &minor, &inode, &path_at) < 3) continue;
+    if (inode == 0 || major != m.dev_major || minor != m.dev_minor) continue;
+    std::string path = line.substr(static_cast<size_t>(path_at));
+    if (path != last) add("maps " + format::quote_path(path));
+    last = path;
+  }
+}
+
+}  // namespace
+
+std::vector<MountHolder> find_mount_holders(const std::string& mountpoint) {
+  std::vector<MountHolder> out;
+  std::optional<MountEntry> mount;
+  const std::string below = mountpoint == "/" ? "/" : mountpoint + "/";
+  for (const MountEntry& e : read_mount_table()) {
+    if (e.mountpoint == mountpoint) mount = e;  // the last one is the visible one
+    else if (e.mountpoint.rfind(below, 0) == 0) out.push_back(MountHolder{0, e.mountpoint, "mounted below"});
+  }
+  if (!mount) return {};
+  for (const std::string& pid : numeric_entries("/proc")) scan_process(static_cast<pid_t>(std::atol(pid.c_str())), *mount, out);
+  return out;
+}
+
+std::string describe_holders(const std::vector<MountHolder>& holders, size_t max) {
+  std::string out;
+  for (size_t i = 0; i < holders.size() && i < max; ++i) {
+    const MountHolder& h = holders[i];
+    if (!out.empty()) out += "; ";
+    if (h.pid == 0) out += format::quote_path(h.name) + " is mounted below it";
+    else out += "pid " + std::to_string(h.pid) + " (" + h.name + "): " + h.what;
+  }
+  if (holders.size() > max) out += "; and " + std::to_string(holders.size() - max) + " more";
+  return out;
+}
+
+std::string busy_advice(const std::string& mountpoint) {
+  return "find what holds it with `fuser -vm " + mountpoint + "`, close those files or leave the directory, then run the "
+         "same unmount again";
+}
+
+}  // namespace lazycache::cli
