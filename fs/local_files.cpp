@@ -76,8 +76,8 @@ Result<std::string> read_whole_file(const std::string& path, size_t max_bytes) {
   return out;
 }
 
-Status write_new_file(const std::string& path, std::span<const std::byte> bytes) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+Status write_new_file(const std::string& path, std::span<const std::byte> bytes, mode_t mode) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
   if (fd < 0) return errno_status("create " + path);
   Status s = write_all(fd, reinterpret_cast<const char*>(bytes.data()), bytes.size(), path);
   if (::close(fd) != 0 && s.ok()) s = errno_status("close " + path);
@@ -85,10 +85,10 @@ Status write_new_file(const std::string& path, std::span<const std::byte> bytes)
   return s;
 }
 
-Status replace_file(const std::string& path, const std::string& content) {
+Status replace_file(const std::string& path, const std::string& content, mode_t mode) {
   const std::string tmp = path + ".tmp." + std::to_string(getpid());
   ::unlink(tmp.c_str());
-  LC_RETURN_IF_ERROR(write_new_file(tmp, std::as_bytes(std::span(content.data(), content.size()))));
+  LC_RETURN_IF_ERROR(write_new_file(tmp, std::as_bytes(std::span(content.data(), content.size())), mode));
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
     Status s = errno_status("rename " + tmp + " to " + path);
     ::unlink(tmp.c_str());

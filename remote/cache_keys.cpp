@@ -34,6 +34,12 @@ std::optional<std::string> unescape(std::string_view s) {
   return out;
 }
 
+bool has_control_byte(std::string_view s) {
+  for (unsigned char c : s)
+    if (c < 0x20 || c == 0x7f) return true;
+  return false;
+}
+
 }  // namespace
 
 std::string escape_key_component(std::string_view s) {
@@ -58,9 +64,7 @@ Result<std::string> entry_object_key(std::string_view scope, std::string_view ke
   if (scope.size() > 256) return Status(ErrorCode::kInvalidArgument, "scope longer than 256 bytes");
   // Keys and scopes travel as lines of $GITHUB_OUTPUT: a control character would forge outputs.
   for (std::string_view s : {scope, key})
-    for (unsigned char c : s)
-      if (c < 0x20 || c == 0x7f)
-        return Status(ErrorCode::kInvalidArgument, "cache key or scope contains a control character");
+    if (has_control_byte(s)) return Status(ErrorCode::kInvalidArgument, "cache key or scope contains a control character");
   // Escaping can triple a key's length: the name must still pass the object key rules (length).
   std::string name = entry_list_prefix(scope, key) + std::string(kEntrySuffix);
   if (!check_object_key(name).ok())
@@ -85,6 +89,9 @@ std::optional<std::string> key_of_entry(std::string_view scope, std::string_view
   if (rest.find('/') != std::string_view::npos) return std::nullopt;  // another scope's entry
   auto key = unescape(rest);
   if (!key || escape_key_component(*key) != rest) return std::nullopt;  // not written by us
+  // entry_object_key() never names a key with a control byte: a listed one was planted, and it
+  // would reach $GITHUB_OUTPUT and the terminal as cache-matched-key (a forged line).
+  if (has_control_byte(*key)) return std::nullopt;
   return key;
 }
 

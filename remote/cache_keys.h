@@ -30,7 +30,8 @@ std::string escape_key_component(std::string_view s);
 Result<std::string> entry_object_key(std::string_view scope, std::string_view key);
 // The list prefix for keys starting with key_prefix (which may be empty: all entries of scope).
 std::string entry_list_prefix(std::string_view scope, std::string_view key_prefix);
-// The key an entry object names, or nullopt when the object is not an entry of `scope`.
+// The key an entry object names, or nullopt when the object is not an entry of `scope` (or
+// names a key with a control byte, which entry_object_key() never writes).
 std::optional<std::string> key_of_entry(std::string_view scope, std::string_view object_key);
 
 struct KeyMatch {

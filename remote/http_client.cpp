@@ -4,8 +4,12 @@
 #include <curl/curl.h>
 
 #include <algorithm>
+#include <cctype>
 #include <csignal>
 #include <cstring>
+
+#include "common/quote.h"
+#include "remote/store_url.h"
 
 namespace lazycache::remote {
 namespace {
@@ -69,7 +73,7 @@ size_t on_read(char* out, size_t size, size_t n, void* user) {
 
 Status transport_error(CURLcode code, const std::string& what, const char* detail) {
   std::string msg = what + ": " + curl_easy_strerror(code);
-  if (detail && *detail) msg += " (" + std::string(detail) + ")";
+  if (detail && *detail) msg += " (" + redact_url(detail) + ")";
   switch (code) {
     case CURLE_OPERATION_TIMEDOUT: return Status(ErrorCode::kTimeout, msg);
     case CURLE_UNSUPPORTED_PROTOCOL:
@@ -173,7 +177,7 @@ Result<HttpResponse> HttpClient::perform(const HttpRequest& request, const std::
   if (t.overflow)
     return Status(ErrorCode::kCorrupt, what + ": the server sent more bytes than requested (HTTP " +
                                            std::to_string(response.status) + ")");
-  if (rc != CURLE_OK) return transport_error(rc, what + " (" + without_query(request.url) + ")", errbuf);
+  if (rc != CURLE_OK) return transport_error(rc, what + " (" + redact_url(without_query(request.url)) + ")", errbuf);
   return response;
 }
 
@@ -253,12 +257,27 @@ std::string xml_value(std::string_view xml, std::string_view tag) {
   return all.empty() ? "" : xml_unescape(all.front());
 }
 
+namespace {
+
+constexpr size_t kMaxServerText = 256;
+
+bool plain_code(std::string_view code) {
+  for (char c : code) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') return false;
+  }
+  return code.size() <= 64;
+}
+
+}  // namespace
+
 Status status_from_http(const HttpResponse& response, const std::string& what) {
   std::string code = xml_value(response.body, "Code");
   std::string message = xml_value(response.body, "Message");
   std::string text = what + ": HTTP " + std::to_string(response.status);
-  if (!code.empty()) text += " " + code;
-  if (!message.empty()) text += " (" + message + ")";
+  // The body is the server's text: quoted when it is more than a plain S3 code, so a reply with
+  // newlines or escape sequences can neither draw fake lines nor rewrite the terminal or log.
+  if (!code.empty()) text += " " + (plain_code(code) ? code : quote_text(code, kMaxServerText));
+  if (!message.empty()) text += " (" + quote_text(message, kMaxServerText) + ")";
   long s = response.status;
   ErrorCode ec = ErrorCode::kInvalidArgument;
   if (s == 404) ec = ErrorCode::kNotFound;

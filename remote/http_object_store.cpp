@@ -7,7 +7,7 @@
 namespace lazycache::remote {
 
 HttpObjectStore::HttpObjectStore(std::string base, std::string presigned_query, TransferConfig transfer)
-    : base_(std::move(base)), query_(std::move(presigned_query)), http_(transfer) {}
+    : base_(std::move(base)), shown_(redact_url(base_)), query_(std::move(presigned_query)), http_(transfer) {}
 
 std::string HttpObjectStore::url_of(std::string_view key) const {
   if (!query_.empty()) return base_ + "?" + query_;
@@ -18,7 +18,7 @@ Result<HttpResponse> HttpObjectStore::send(HttpRequest& req, const std::string& 
 
 Result<ObjectInfo> HttpObjectStore::head(std::string_view key) {
   LC_RETURN_IF_ERROR(check_object_key(key));
-  std::string what = "GET " + base_ + "/" + std::string(key);
+  std::string what = "GET " + shown_ + "/" + std::string(key);
   std::byte one[1];
   HttpRequest req;
   req.url = url_of(key);
@@ -30,10 +30,10 @@ Result<ObjectInfo> HttpObjectStore::head(std::string_view key) {
     HttpRequest head_req;
     head_req.method = "HEAD";
     head_req.url = url_of(key);
-    r = http_.perform(head_req, "HEAD " + base_ + "/" + std::string(key));
+    r = http_.perform(head_req, "HEAD " + shown_ + "/" + std::string(key));
   }
   if (!r.ok()) return r.error();
-  if (r->status == 404) return Status(ErrorCode::kNotFound, "no object " + std::string(key) + " at " + base_);
+  if (r->status == 404) return Status(ErrorCode::kNotFound, "no object " + std::string(key) + " at " + shown_);
   if (r->status == 416) {
     ObjectInfo empty = object_info_from(*r, key);
     empty.size = 0;
@@ -46,9 +46,9 @@ Result<ObjectInfo> HttpObjectStore::head(std::string_view key) {
 Result<size_t> HttpObjectStore::get_range(const RangeRequest& req, std::span<std::byte> out) {
   LC_RETURN_IF_ERROR(check_object_key(req.key));
   HttpSender s = [this](HttpRequest& r, const std::string& w) { return send(r, w); };
-  auto got = checked_range_get(s, url_of(req.key), req, out, "GET " + base_ + "/" + req.key);
+  auto got = checked_range_get(s, url_of(req.key), req, out, "GET " + shown_ + "/" + req.key);
   if (!got.ok() && got.error().code() == ErrorCode::kNotFound)
-    return Status(ErrorCode::kNotFound, "no object " + req.key + " at " + base_);
+    return Status(ErrorCode::kNotFound, "no object " + req.key + " at " + shown_);
   return got;
 }
 
@@ -56,10 +56,10 @@ Result<TailRead> HttpObjectStore::get_tail(std::string_view key, uint64_t length
   LC_RETURN_IF_ERROR(check_object_key(key));
   if (!suffix_broken_.load()) {
     HttpSender s = [this](HttpRequest& r, const std::string& w) { return send(r, w); };
-    auto tail = checked_suffix_get(s, url_of(key), key, length, out, "GET tail of " + base_ + "/" + std::string(key));
+    auto tail = checked_suffix_get(s, url_of(key), key, length, out, "GET tail of " + shown_ + "/" + std::string(key));
     if (!tail.ok()) {
       if (tail.error().code() == ErrorCode::kNotFound)
-        return Status(ErrorCode::kNotFound, "no object " + std::string(key) + " at " + base_);
+        return Status(ErrorCode::kNotFound, "no object " + std::string(key) + " at " + shown_);
       return tail.error();
     }
     if (*tail) return **tail;
@@ -69,16 +69,16 @@ Result<TailRead> HttpObjectStore::get_tail(std::string_view key, uint64_t length
 }
 
 Result<ObjectInfo> HttpObjectStore::put(std::string_view key, const BodyReader&, const PutOptions&) {
-  return Status(ErrorCode::kUnsupported, base_ + " is a read-only HTTP store: cannot write " + std::string(key));
+  return Status(ErrorCode::kUnsupported, shown_ + " is a read-only HTTP store: cannot write " + std::string(key));
 }
 
 Result<ListPage> HttpObjectStore::list(std::string_view prefix, std::string_view) {
-  return Status(ErrorCode::kUnsupported, base_ + " is an HTTP store: it cannot list '" + std::string(prefix) +
+  return Status(ErrorCode::kUnsupported, shown_ + " is an HTTP store: it cannot list '" + std::string(prefix) +
                                              "*' (use an exact --key, or an s3:// URL for --restore-keys)");
 }
 
 Status HttpObjectStore::remove(std::string_view key) {
-  return Status(ErrorCode::kUnsupported, base_ + " is a read-only HTTP store: cannot delete " + std::string(key));
+  return Status(ErrorCode::kUnsupported, shown_ + " is a read-only HTTP store: cannot delete " + std::string(key));
 }
 
 }  // namespace lazycache::remote

@@ -28,14 +28,16 @@ class HttpObjectStore final : public ObjectStore {
   Result<ObjectInfo> put(std::string_view key, const BodyReader& body, const PutOptions& opts) override;
   Result<ListPage> list(std::string_view prefix, std::string_view continuation) override;
   Status remove(std::string_view key) override;
-  std::string describe() const override { return base_; }
+  std::string describe() const override { return shown_; }
   TransferStats transfer_stats() const override { return TransferStats{http_.requests(), http_.max_in_flight(), 0}; }
   const HttpClient& http() const { return http_; }
 
  private:
   std::string url_of(std::string_view key) const;
   Result<HttpResponse> send(HttpRequest& req, const std::string& what);
-  std::string base_, query_;
+  std::string base_;   // may carry userinfo: only in request URLs
+  std::string shown_;  // base_ for messages (redact_url)
+  std::string query_;
   HttpClient http_;
   std::atomic<bool> suffix_broken_{false};
 };

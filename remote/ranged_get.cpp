@@ -4,6 +4,8 @@
 #include <charconv>
 #include <ctime>
 
+#include "common/quote.h"
+
 namespace lazycache::remote {
 namespace {
 
@@ -78,14 +80,14 @@ Result<size_t> checked_range_get(const HttpSender& send, const std::string& url,
   if (r.status != 206) return status_from_http(r, what);
   // Some servers (s3rver) ignore If-Match on GET: the ETag of the reply is checked as well.
   if (std::string etag = r.header("etag"); !req.if_match.empty() && !etag.empty() && etag != req.if_match)
-    return Status(ErrorCode::kPreconditionFailed, what + ": the object was replaced (ETag " + etag + ", expected " +
-                                                      req.if_match + ")");
+    return Status(ErrorCode::kPreconditionFailed, what + ": the object was replaced (ETag " + quote_text(etag, 256) +
+                                                      ", expected " + req.if_match + ")");
   auto cr = parse_content_range(r.header("content-range"));
-  if (!cr) return Status(ErrorCode::kCorrupt, what + ": 206 without a valid Content-Range ('" + r.header("content-range") + "')");
+  if (!cr) return Status(ErrorCode::kCorrupt, what + ": 206 without a valid Content-Range (" + quote_text(r.header("content-range"), 256) + ")");
   bool end_ok = cr->last == last || (cr->last < last && cr->last == cr->total - 1);
   if (cr->first != req.offset || !end_ok)
     return Status(ErrorCode::kCorrupt, what + ": asked for bytes " + std::to_string(req.offset) + "-" + std::to_string(last) +
-                                           ", got Content-Range '" + r.header("content-range") + "'");
+                                           ", got Content-Range " + quote_text(r.header("content-range"), 256));
   uint64_t expect = cr->last - cr->first + 1;
   if (r.sink_bytes != expect)
     return Status(ErrorCode::kUnavailable, what + ": body ended after " + std::to_string(r.sink_bytes) + " of " +

@@ -24,9 +24,24 @@ struct StoreUrl {
   std::string prefix;      // kS3: key prefix, no leading or trailing '/', may be empty
   std::string http_base;   // kHttp: "scheme://authority[/path]" without trailing '/' or query
   std::string http_query;  // kHttp: the query of a presigned URL without '?', else empty
-  // For messages: the URL without any query (a presigned query carries a signature).
+  // For messages: the URL without any query (a presigned query carries a signature) and with
+  // any userinfo redacted (redact_url()).
   std::string display() const;
 };
+
+// The one redaction every output path uses (messages, stdout, status, logs, state files, save
+// records, the process's own argv): `text` with the userinfo of a URL in it ("user:pass@")
+// replaced by "***" and the value of each query or fragment parameter that can carry a
+// credential replaced by "***" (is_secret_param()); everything else kept, so the host, path and
+// expiry stay readable. Text before the first "://" is kept too, so "--store=URL" works as is;
+// text without "://" is returned unchanged. Pure.
+std::string redact_url(std::string_view text);
+// True when a query parameter named `name` (case-insensitive, after %-decoding) can carry a
+// secret: AWS SigV4 and SigV2 presigned (X-Amz-Signature, X-Amz-Credential,
+// X-Amz-Security-Token, Signature, AWSAccessKeyId), GCS (X-Goog-Signature, X-Goog-Credential,
+// GoogleAccessId), Azure SAS (sig), CloudFront (Signature, Key-Pair-Id), and the generic token,
+// key, secret, password and auth families. Errs on the side of redacting.
+bool is_secret_param(std::string_view name);
 
 // Errors: kInvalidArgument naming the URL and what is wrong with it.
 Result<StoreUrl> parse_store_url(std::string_view url);

@@ -3,25 +3,14 @@
 // the troubleshooting guide. Exit 0 when FUSE is usable, 1 when it is not.
 #include <cstdlib>
 #include <iostream>
+#include <optional>
 
+#include "remote/store_url.h"
 #include "tools/command.h"
 #include "tools/fuse_probe.h"
 
 namespace lazycache::cli {
 namespace {
-
-std::string json_escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (static_cast<unsigned char>(c) < 0x20) {
-      out += ' ';
-      continue;
-    }
-    out += c;
-  }
-  return out;
-}
 
 int run_doctor(ArgParser& args) {
   args.option("device", "PATH", "the FUSE device to check", "/dev/fuse");
@@ -37,13 +26,15 @@ int run_doctor(ArgParser& args) {
   opts.device = args.get("device");
   opts.trial_mount = !args.has("no-trial-mount");
   FuseProbeResult r = probe_fuse(opts);
-  // Only whether a store and credentials are configured: never their values beyond the URL.
-  const char* store = std::getenv("LAZYCACHE_STORE");
+  // Only whether a store and credentials are configured: never their values beyond the URL,
+  // and the URL without its password or signature (redact_url).
+  const char* store_env = std::getenv("LAZYCACHE_STORE");
+  const std::optional<std::string> store = store_env ? std::optional<std::string>(remote::redact_url(store_env)) : std::nullopt;
   bool have_keys = std::getenv("AWS_ACCESS_KEY_ID") != nullptr || std::getenv("AWS_PROFILE") != nullptr;
   if (args.has("json")) {
     std::cout << "{\"fuse_usable\":" << (r.usable ? "true" : "false") << ",\"fuse_method\":\""
               << json_escape(r.method) << "\",\"fuse_reason\":\"" << json_escape(r.reason)
-              << "\",\"store\":\"" << json_escape(store ? store : "") << "\",\"aws_credentials\":"
+              << "\",\"store\":\"" << json_escape(store ? *store : "") << "\",\"aws_credentials\":"
               << (have_keys ? "true" : "false") << "}\n";
   } else {
     if (r.usable) {
@@ -52,7 +43,7 @@ int run_doctor(ArgParser& args) {
       std::cout << "fuse: NOT usable: " << r.reason << "\n"
                 << "      restore --mode auto will extract instead of mounting\n";
     }
-    std::cout << "store: " << (store ? std::string(store) + " (LAZYCACHE_STORE)" : std::string("default local store"))
+    std::cout << "store: " << (store ? *store + " (LAZYCACHE_STORE)" : std::string("default local store"))
               << "\n"
               << "aws credentials: " << (have_keys ? "set in the environment" : "none in the environment") << "\n";
   }

@@ -2,6 +2,7 @@
 // `lazycache info ARCHIVE`: what the tail says about an archive (no frame is read).
 #include <cstdio>
 
+#include "format/quote.h"
 #include "tools/archive_input.h"
 #include "tools/command.h"
 #include "tools/progress.h"
@@ -24,7 +25,7 @@ int run_info(ArgParser& args) {
   std::printf("size:           %llu (%s)\n", static_cast<unsigned long long>(archive), human_bytes(archive).c_str());
   // Version 2 is the one with member offsets (docs/archive-format.md).
   std::printf("format:         lazycache index v%d, seekable zstd v0.1.0 with checksums\n", idx.member_offset(0).has_value() ? 2 : 1);
-  std::printf("written by:     %.*s\n", static_cast<int>(idx.tool_version().size()), idx.tool_version().data());
+  std::printf("written by:     %s\n", format::quote_path_if_needed(idx.tool_version()).c_str());
   std::printf("entries:        %u (%llu files, %llu directories, %llu symlinks)\n", idx.entry_count(), static_cast<unsigned long long>(t.file_count),
               static_cast<unsigned long long>(t.dir_count), static_cast<unsigned long long>(t.symlink_count));
   std::printf("file bytes:     %llu (%s)\n", static_cast<unsigned long long>(t.file_bytes), human_bytes(t.file_bytes).c_str());
@@ -40,7 +41,10 @@ int run_info(ArgParser& args) {
                 human_bytes(dead).c_str(), t.uncompressed_bytes ? 100.0 * static_cast<double>(dead) / static_cast<double>(t.uncompressed_bytes) : 0.0);
   }
   std::printf("roots:\n");
-  for (const auto& r : idx.roots()) std::printf("  %s  (member %s)\n", r.original_path.c_str(), r.member_prefix.c_str());
+  // Root paths and prefixes come from the archive: quoted when they hold control bytes.
+  for (const auto& r : idx.roots())
+    std::printf("  %s  (member %s)\n", format::quote_path_if_needed(r.original_path).c_str(),
+                format::quote_path_if_needed(r.member_prefix).c_str());
   return kExitOk;
 }
 

@@ -3,6 +3,7 @@
 #include <ctime>
 #include <iostream>
 
+#include "format/quote.h"
 #include "tools/archive_input.h"
 #include "tools/command.h"
 
@@ -21,8 +22,8 @@ std::string mode_string(const format::Entry& e) {
 
 void print_entry(const format::Index& idx, format::EntryId id, bool long_format) {
   format::Entry e = idx.entry(id);
-  std::string path = idx.path(id);
-  if (e.type == format::EntryType::kDirectory) path += '/';
+  // A name is the archive's, not ours: a control byte in it must not reach the terminal raw.
+  std::string path = format::quote_path_if_needed(idx.path(id) + (e.type == format::EntryType::kDirectory ? "/" : ""));
   if (long_format) {
     char when[32];
     std::time_t t = static_cast<std::time_t>(e.mtime_ns / 1000000000);
@@ -30,7 +31,7 @@ void print_entry(const format::Index& idx, format::EntryId id, bool long_format)
     gmtime_r(&t, &tm);
     std::strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tm);
     std::printf("%s %3u %5u/%-5u %12llu %s %s", mode_string(e).c_str(), e.nlink, e.uid, e.gid, static_cast<unsigned long long>(e.size), when, path.c_str());
-    if (e.type == format::EntryType::kSymlink) std::printf(" -> %.*s", static_cast<int>(e.symlink_target.size()), e.symlink_target.data());
+    if (e.type == format::EntryType::kSymlink) std::printf(" -> %s", format::quote_path_if_needed(e.symlink_target).c_str());
     std::printf("\n");
   } else {
     std::printf("%s\n", path.c_str());
@@ -49,7 +50,7 @@ int run_ls(ArgParser& args) {
   std::vector<std::string> paths = in->rest.empty() ? std::vector<std::string>{""} : in->rest;
   for (const auto& p : paths) {
     auto start = idx.lookup_path(p);
-    if (!start) return report_error("ls", Status(ErrorCode::kNotFound, "'" + p + "' is not in the archive"));
+    if (!start) return report_error("ls", Status(ErrorCode::kNotFound, format::quote_path(p) + " is not in the archive"));
     std::vector<format::EntryId> stack{*start};
     while (!stack.empty()) {
       format::EntryId id = stack.back();

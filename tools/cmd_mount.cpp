@@ -11,16 +11,19 @@
 #include <iostream>
 
 #include "format/archive.h"
+#include "format/quote.h"
 #include "format/root_placement.h"
 #include "fs/chunk_cache.h"
 #include "fs/filesystem.h"
 #include "fs/fuse_adapter.h"
 #include "fs/local_files.h"
 #include "fs/overlay.h"
+#include "tools/argv_redaction.h"
 #include "tools/command.h"
 #include "tools/fuse_probe.h"
 #include "tools/mount_daemon.h"
 #include "tools/mount_state.h"
+#include "tools/run_files.h"
 #include "tools/save_record.h"
 #include "tools/store_options.h"
 
@@ -224,13 +227,16 @@ int run_mount(ArgParser& args) {
 
   const auto& totals = filesystem.index().totals();
   for (const auto& m : mounts) {
-    std::cout << "mounted " << filesystem.index().path(m->config().root) << " of " << info.archive << " at "
-              << m->mountpoint() << "\n";
+    // The root path (and, with no PATH given, the mount point) come from the archive: quoted
+    // when they hold control bytes, like every name lazycache prints.
+    std::cout << "mounted " << format::quote_path_if_needed(filesystem.index().path(m->config().root)) << " of "
+              << info.archive << " at " << format::quote_path_if_needed(m->mountpoint()) << "\n";
   }
   std::cout << "  " << totals.file_count << " files, " << size_text(totals.file_bytes) << " in "
             << size_text(source->size()) << "; ready after " << mount_reads << " range reads"
             << (daemon->foreground() ? "" : "; daemon pid " + std::to_string(getpid())) << "\n";
   daemon->ready(kExitOk);
+  redact_own_store_env();  // the store is open and recorded: /proc/PID/environ shows no secret
   // Keeps RUN_DIR/mount-<pid>.access.live current, so `unmount --save` can write the files the
   // job read first, in order, before it unmounts (the final .access comes only after).
   std::jthread access_writer([&filesystem](std::stop_token stop) {
@@ -243,7 +249,7 @@ int run_mount(ArgParser& args) {
       if (order.size() != written) {
         std::string text;
         for (format::EntryId id : order) text += filesystem.index().path(id) + "\n";
-        ignore_error(fs::replace_file(file, text), "the hot list is an optimisation");
+        ignore_error(write_run_file(file, text), "the hot list is an optimisation");
         written = order.size();
       }
       std::unique_lock lock(mu);

@@ -2,6 +2,8 @@
 // `lazycache status`: live figures of lazycache mounts. See docs/mount.md.
 #include <iostream>
 
+#include "format/quote.h"
+#include "remote/store_url.h"
 #include "tools/command.h"
 #include "tools/mount_state.h"
 
@@ -38,19 +40,20 @@ int run_status(ArgParser& args) {
     // A killed daemon's leftovers would otherwise be listed (and counted by unmount --all) forever.
     if (stale) {
       clean_stale(path);
-      std::cerr << "lazycache status: " << path << ": daemon " << d->pid << " is gone; cleaned up its mount point and state\n";
+      std::cerr << "lazycache status: " << format::quote_path_if_needed(path) << ": daemon " << d->pid << " is gone; cleaned up its mount point and state\n";
     }
     if (json) {
-      std::cout << "{\"path\":\"" << path << "\",\"state\":\"" << state << "\"";
+      std::cout << "{\"path\":\"" << json_escape(path) << "\",\"state\":\"" << state << "\"";
       if (d) std::cout << ",\"pid\":" << d->pid << ",\"stats\":" << d->stats.to_json();
       std::cout << "}\n";
       continue;
     }
     if (!d) {
-      std::cout << path << ": not a lazycache mount\n";
+      std::cout << format::quote_path_if_needed(path) << ": not a lazycache mount\n";
       continue;
     }
-    std::cout << path << ": " << state << " from " << d->archive << " (daemon pid " << d->pid << ")\n  "
+    // The state file is redacted when written; redacting again covers files of older versions.
+    std::cout << format::quote_path_if_needed(path) << ": " << state << " from " << remote::redact_url(d->archive) << " (daemon pid " << d->pid << ")\n  "
               << mount_summary(d->stats) << "\n";
   }
   return rc;

@@ -5,6 +5,8 @@
 #include <iostream>
 #include <sstream>
 
+#include "remote/store_url.h"
+
 namespace lazycache::cli {
 
 int exit_code_for(const Status& status) {
@@ -17,8 +19,26 @@ int exit_code_for(const Status& status) {
 }
 
 int report_error(const std::string& command, const Status& status) {
-  std::cerr << "lazycache " << command << ": " << status.to_string() << "\n";
+  std::cerr << "lazycache " << command << ": " << remote::redact_url(status.to_string()) << "\n";
   return exit_code_for(status);
+}
+
+std::string json_escape(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (u < 0x20 || u == 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", u);
+      out += buf;
+    } else {
+      out += c;
+    }
+  }
+  return out;
 }
 
 std::map<std::string, CommandInfo>& command_registry() {

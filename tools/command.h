@@ -9,6 +9,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/status.h"
@@ -79,7 +80,11 @@ struct CommandRegistration {
   }
 };
 
-// Prints "lazycache <command>: <status>" to stderr and returns the exit code for it.
+// Prints "lazycache <command>: <status>" to stderr and returns the exit code for it. Any URL in
+// the message goes through remote::redact_url() first: no password or signature reaches a log.
 int report_error(const std::string& command, const Status& status);
+
+// `s` as the inside of a JSON string: quote and backslash escaped, control bytes as \u00XX.
+std::string json_escape(std::string_view s);
 
 }  // namespace lazycache::cli

@@ -3,6 +3,7 @@
 #include <iostream>
 #include <new>
 
+#include "tools/argv_redaction.h"
 #include "tools/command.h"
 #include "tools/config_file.h"
 
@@ -38,6 +39,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   lazycache::cli::ArgParser parser(command, it->second.usage, std::vector<std::string>(argv + 2, argv + argc));
+  lazycache::cli::redact_own_argv(argc, argv);  // the parser has its copy; ps shows no secret
   try {
     return it->second.run(parser);
   } catch (const std::bad_alloc&) {

@@ -2,6 +2,7 @@
 #include "tools/mount_daemon.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <poll.h>
 #include <signal.h>
 #include <unistd.h>
@@ -13,6 +14,7 @@
 
 #include "fs/local_files.h"
 #include "tools/mount_state.h"
+#include "tools/run_files.h"
 
 namespace lazycache::cli {
 namespace {
@@ -76,7 +78,7 @@ Result<Daemonizer> Daemonizer::start(bool foreground) {
   ::signal(SIGPIPE, SIG_IGN);
   Daemonizer d;
   if (foreground) return d;
-  LC_RETURN_IF_ERROR(fs::make_dirs(run_dir()).with_context("creating the run directory"));
+  LC_RETURN_IF_ERROR(make_run_dir().with_context("creating the run directory"));
   int out[2], err[2], st[2];
   if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0 || ::pipe2(st, O_CLOEXEC) != 0) {
     return errno_status("pipe");
@@ -113,7 +115,8 @@ void Daemonizer::ready(int exit_code) {
   std::cerr.flush();
   std::fflush(nullptr);
   const std::string log = run_dir() + "/mount-" + std::to_string(::getpid()) + ".log";
-  int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, kRunFileMode);
+  if (fd >= 0) ::fchmod(fd, kRunFileMode);  // a log left by an earlier daemon of this pid
   if (fd < 0) fd = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
   ::dup2(fd, STDOUT_FILENO);
   ::dup2(fd, STDERR_FILENO);
@@ -133,11 +136,11 @@ int serve(fs::Filesystem& filesystem, std::vector<std::unique_ptr<fs::FuseMount>
   state.key = info.key;
   for (const auto& m : mounts) state.mountpoints.push_back(m->mountpoint());
   const std::string base = run_dir() + "/mount-" + std::to_string(state.pid);
-  ignore_error(fs::make_dirs(run_dir()), "the state write below reports it");
+  ignore_error(make_run_dir(), "the state write below reports it");
   auto write_state = [&] {
     ++state.seq;
     state.stats = filesystem.stats();
-    Status s = fs::replace_file(base + ".state", state.to_text());
+    Status s = write_run_file(base + ".state", state.to_text());
     if (!s.ok()) std::cerr << "lazycache: cannot write mount state: " << s.to_string() << "\n";
   };
   write_state();
@@ -145,7 +148,7 @@ int serve(fs::Filesystem& filesystem, std::vector<std::unique_ptr<fs::FuseMount>
   auto write_access = [&filesystem](const std::string& file) {
     std::string access;
     for (format::EntryId id : filesystem.access_order()) access += filesystem.index().path(id) + "\n";
-    ignore_error(fs::replace_file(file, access), "the hot list is an optimisation");
+    ignore_error(write_run_file(file, access), "the hot list is an optimisation");
   };
   const sigset_t set = stop_signals();
   // One waiter per mount: the signal wakes the sigtimedwait below (every thread blocks it, so

@@ -3,11 +3,24 @@
 
 #include <cstdlib>
 #include <sstream>
+#include <string_view>
+#include <utility>
 
 #include "fs/local_files.h"
+#include "remote/store_url.h"
 #include "tools/mount_state.h"
+#include "tools/run_files.h"
 
 namespace lazycache::cli {
+namespace {
+
+// Where a URL option's full value comes from again when the record holds it redacted.
+constexpr std::pair<std::string_view, const char*> kSecretSources[] = {
+    {"--store=", "LAZYCACHE_STORE"},
+    {"--endpoint=", "AWS_ENDPOINT_URL"},
+};
+
+}  // namespace
 
 std::string SaveRecord::to_text() const {
   std::ostringstream out;
@@ -56,15 +69,17 @@ std::string save_record_path(const std::string& mountpoint) {
 }
 
 Status write_save_record(const SaveRecord& record) {
-  LC_RETURN_IF_ERROR(fs::make_dirs(run_dir()));
-  return fs::replace_file(save_record_path(record.path), record.to_text());
+  LC_RETURN_IF_ERROR(make_run_dir());
+  return write_run_file(save_record_path(record.path), record.to_text());
 }
 
 Result<SaveRecord> read_save_record(const std::string& mountpoint) {
   const std::string file = save_record_path(mountpoint);
   auto text = fs::read_whole_file(file, 1 << 20);
   if (!text.ok()) return Status(ErrorCode::kNotFound, "no record of how " + mountpoint + " was mounted (" + file + ")");
-  return SaveRecord::parse(*text);
+  LC_ASSIGN_OR_RETURN(SaveRecord record, SaveRecord::parse(*text));
+  restore_store_secrets(record);
+  return record;
 }
 
 std::vector<std::string> recorded_store_args(const ArgParser& args) {
@@ -78,7 +93,20 @@ std::vector<std::string> recorded_store_args(const ArgParser& args) {
   if (!args.has("store")) {
     if (const char* env = std::getenv("LAZYCACHE_STORE"); env != nullptr && *env != 0) out.push_back(std::string("--store=") + env);
   }
+  // The record is a file: a password or signature in a URL never goes into it.
+  for (std::string& a : out) a = remote::redact_url(a);
   return out;
+}
+
+void restore_store_secrets(SaveRecord& record) {
+  for (std::string& arg : record.store_args) {
+    for (const auto& [option, env_name] : kSecretSources) {
+      const char* env = std::getenv(env_name);
+      if (env == nullptr || *env == 0 || arg.rfind(option, 0) != 0) continue;
+      // Only the same URL: the environment may name another store by now.
+      if (arg.substr(option.size()) == remote::redact_url(env)) arg = std::string(option) + env;
+    }
+  }
 }
 
 }  // namespace lazycache::cli

@@ -15,8 +15,9 @@
 namespace lazycache::cli {
 
 // What `unmount --save PATH` needs to know about how PATH was mounted, written by `mount` as
-// RUN_DIR/save-<PATH with '/' as '_'>.info (also on a cache miss, where PATH is left a plain
-// directory and no daemon runs). No credentials: store options only (URLs, flags, sizes).
+// RUN_DIR/save-<PATH with '/' as '_'>.info, mode 0600 (also on a cache miss, where PATH is left a
+// plain directory and no daemon runs). No credentials: store options only (URLs, flags, sizes),
+// and the URLs redacted (remote::redact_url: no userinfo, no signature or token parameters).
 struct SaveRecord {
   std::string path;         // absolute mount point
   std::string primary_key;  // --key
@@ -39,11 +40,15 @@ struct SaveRecord {
 format::XattrSet xattrs_to_keep(const format::Index& index);
 std::string save_record_path(const std::string& mountpoint);
 Status write_save_record(const SaveRecord& record);
-// kNotFound when `mount` left no record for the path.
+// kNotFound when `mount` left no record for the path. A redacted --store (--endpoint) URL
+// is replaced by $LAZYCACHE_STORE ($AWS_ENDPOINT_URL) when that redacts to the recorded URL:
+// the secret is asked of the environment again, never read back from the file.
 Result<SaveRecord> read_save_record(const std::string& mountpoint);
+// That replacement, on a record already read (read_save_record() does it).
+void restore_store_secrets(SaveRecord& record);
 // The store options of a parsed command line (tools/store_options.h), as "--name=value" and
-// "--flag" strings, with $LAZYCACHE_STORE made explicit. Never credentials: those come from the
-// environment and ~/.aws again when the record is used.
+// "--flag" strings, with $LAZYCACHE_STORE made explicit, each through remote::redact_url().
+// Never credentials: those come from the environment and ~/.aws again when the record is used.
 std::vector<std::string> recorded_store_args(const ArgParser& args);
 
 }  // namespace lazycache::cli

@@ -32,6 +32,18 @@ def fuse_usable():
         return False
 
 
+def cannot_run(doc):
+    """The exit code of a FUSE test that cannot run (no LAZYCACHE argument: 2 after printing its
+    usage; FUSE unusable: 77, skipped), else None."""
+    if len(sys.argv) < 2:
+        print(doc)
+        return 2
+    if not fuse_usable():
+        print("SKIP: /dev/fuse or fusermount3 not usable")
+        return 77
+    return None
+
+
 class Harness:
     def __init__(self, cli, name, files=16, file_bytes=300000, seed=7):
         self.cli = os.path.abspath(cli)
