@@ -38,5 +38,8 @@ Result<ScannedTree> scan_tree(const std::vector<NormalizedRoot>& roots, XattrSet
 
 // Reads the xattrs of `set` (archive_writer.h) of an open fd, sorted by name.
 Result<std::vector<Xattr>> read_xattrs(int fd, const std::string& what, XattrSet set = XattrSet::kStored);
+// The same for the file at `path`, not following a final symlink (l*xattr), without opening it.
+// `what` names the file in errors.
+Result<std::vector<Xattr>> read_xattrs_at(const std::string& path, const std::string& what, XattrSet set);
 
 }  // namespace lazycache::format
