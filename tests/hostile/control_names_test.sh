@@ -34,7 +34,7 @@ run() {  # WHAT CMD...: runs, expects exit 0, checks stdout+stderr
 }
 want="'data/dir\\x1b[2J/file\\nlazycache: FAKE name line'" run "ls" ls "$tmp/names.tar.zst"
 want="-> 'target\\x1b[0m\\nlazycache: FAKE target line'" run "ls -l" ls -l "$tmp/names.tar.zst"
-want="root\\nlazycache: FAKE root line'" run "info" info "$tmp/names.tar.zst"
+want="root\\nlazycache: FAKE root line/data'" run "info" info "$tmp/names.tar.zst"
 want="" run "extract" extract -C "$tmp/out" "$tmp/names.tar.zst"
 out=$("$cli" ls "$tmp/names.tar.zst" "no$(printf '\033')such" 2>&1)
 check_output "ls of a missing path" "$out" "'no\\x1bsuch'"
@@ -44,7 +44,7 @@ if [ -e /dev/fuse ] && command -v fusermount3 >/dev/null; then
   # Two paths for one root: the refusal lists the saved root paths, which come from the archive.
   out=$(timeout 60 "$cli" mount --archive "$tmp/names.tar.zst" --cache-dir "$tmp/cache" "$mnt" "$tmp/mnt2" 2>&1) &&
     fail "mount with two paths for one root exited 0"
-  check_output "mount's refusal" "$out" "root\\nlazycache: FAKE root line'"
+  check_output "mount's refusal" "$out" "root\\nlazycache: FAKE root line/data'"
   want="" run "mount" mount --archive "$tmp/names.tar.zst" --cache-dir "$tmp/cache" "$mnt"
   cat "$mnt/dir"$'\033'"[2J/file"$'\n'"lazycache: FAKE name line" >/dev/null 2>&1 || fail "reading through the mount"
   want="" run "status" status

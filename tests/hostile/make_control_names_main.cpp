@@ -16,7 +16,7 @@ int main(int argc, char** argv) {
     std::cerr << "usage: lc-make-control-names OUT\n";
     return 2;
   }
-  hostile::ArchiveForge forge("/hostile/\x1b]0;pwned\x07root\nlazycache: FAKE root line");
+  hostile::ArchiveForge forge("/hostile/\x1b]0;pwned\x07root\nlazycache: FAKE root line/data");
   const uint32_t dir = forge.add_dir(forge.root(), "dir\x1b[2J");
   const uint32_t file = forge.add_file(dir, "file\nlazycache: FAKE name line", "hello\n");
   forge.add_file(forge.root(), "csi\xc2\x9b" "31m", "x");

@@ -25,6 +25,7 @@ teardown, whatever happened.
 import glob
 import json
 import os
+import time
 import subprocess
 import sys
 
@@ -140,6 +141,14 @@ def run(h, cachefs, failures):
     p = h.lc("cache", "clear", "--cache-dir", cache)
     if p.returncode != 0:
         failures.append("others: cache clear failed: %s" % p.stderr.strip())
+    # The cleared chunks are freed once the last process holding them (the reopen session's
+    # daemon, exiting under load) lets go: wait for the room, then fill it with another file.
+    deadline = time.monotonic() + 15
+    while used_bytes(cachefs) > limit // 2 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if used_bytes(cachefs) > limit // 2:
+        failures.append("others: cache clear left %d bytes in use after 15 s" % used_bytes(cachefs))
+        return
     with open(os.path.join(cachefs, "filler"), "wb") as f:
         try:
             while True:
