@@ -10,7 +10,7 @@ PKGS=(build-essential cmake pkg-config clang lld libclang-rt-14-dev
       # starting in parallel under ctest -j never race for the dpkg lock
       swift swift-proxy swift-account swift-container swift-object python3-swift memcached rclone
       # the bench smoke test's peers and report tools
-      squashfuse squashfs-tools gnuplot-nox jq bc)
+      squashfuse squashfs-tools gnuplot-nox jq bc openssl)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -20,6 +20,10 @@
 # Needs root (drop_caches, FUSE mounts, apt-get for missing tools). Everything it starts (store,
 # proxies, mounts) is stopped by PID or unmounted by path on exit, also on failure or Ctrl-C.
 set -euo pipefail
+# Nothing here reads standard input. CI starts tests with it closed, and bash's pipelines inside
+# $(...) then get a pipe on descriptor 0 and lose it (make-fixture-mixed.sh died of SIGPIPE in
+# 0.4 s, silently): give every command a real, empty stdin.
+exec </dev/null
 # Runs from a private copy of its scripts: bash reads a script as it goes, so editing bench/ during
 # a long run would otherwise change the run under way.
 if [ -z "${LC_BENCH_SCRIPTS:-}" ]; then

@@ -6,6 +6,7 @@
 #include "tools/argv_redaction.h"
 #include "tools/command.h"
 #include "tools/config_file.h"
+#include "tools/standard_streams.h"
 
 using lazycache::cli::command_registry;
 
@@ -20,6 +21,7 @@ static void print_usage() {
 }
 
 int main(int argc, char** argv) {
+  lazycache::cli::open_closed_standard_streams();  // before any file takes descriptor 0, 1 or 2
   if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h" || std::string(argv[1]) == "help") {
     print_usage();
     return argc < 2 ? 2 : 0;

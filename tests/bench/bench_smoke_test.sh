@@ -11,7 +11,8 @@ BUILD=${2:?}
 OUT=${3:?}
 rm -rf "$OUT"
 mkdir -p "$OUT"
-LC_BUILD=$BUILD "$ROOT/bench/run.sh" --smoke --no-build --build "$BUILD" --out "$OUT"
+# stdin closed, as CI starts tests: run.sh must not depend on it.
+LC_BUILD=$BUILD "$ROOT/bench/run.sh" --smoke --no-build --build "$BUILD" --out "$OUT" <&-
 for f in RESULTS.md results.json results.tsv; do
   [ -s "$OUT/$f" ] || { echo "bench smoke: $OUT/$f missing or empty" >&2; exit 1; }
 done

@@ -81,4 +81,10 @@ expect_exit 2 "$LC" pack -o "$W/x.tar.zst" ../src/tree
 [ ! -e "$W/x.tar.zst" ] || fail "a failed pack left an archive"
 head -c 100000 "$W/a.tar.zst" > "$W/trunc.tar.zst"
 expect_exit 1 "$LC" verify "$W/trunc.tar.zst"
+# Started with stdout (or stdin) closed, as some CI runners start steps: the summary line must not
+# land in the archive that took descriptor 1.
+"$LC" pack -o "$W/closed.tar.zst" tree >&- <&- || fail "pack with stdout closed"
+"$LC" verify "$W/closed.tar.zst" > "$W/verify-closed" 2>&1 || { cat "$W/verify-closed" >&2; fail "pack with stdout closed wrote a bad archive"; }
+[ "$(zstd -dc "$W/closed.tar.zst" | tar -t | LC_ALL=C sort)" = "$(zstd -dc "$W/a.tar.zst" | tar -t | LC_ALL=C sort)" ] ||
+  fail "pack with stdout closed: the archive's members differ (output written into it?)"
 echo "cli tests ok"
