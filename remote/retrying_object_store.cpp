@@ -2,6 +2,7 @@
 #include "remote/retrying_object_store.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <thread>
 
 namespace lazycache::remote {
@@ -28,6 +29,12 @@ Status RetryPolicy::run(const std::string& what, const std::function<Status()>& 
     if (out_of_attempts || out_of_time)
       return last.with_context(what + " (gave up after " + std::to_string(attempt + 1) + " attempts)");
     retries_.fetch_add(1);
+    if (config_.on_retry) {
+      char when[32];
+      std::snprintf(when, sizeof when, "%.1f s", static_cast<double>(delay) / 1000);
+      config_.on_retry(what + ": " + last.to_string() + "; retrying in " + when + " (attempt " + std::to_string(attempt + 2) +
+                       " of " + std::to_string(config_.max_attempts) + ")");
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(delay));
   }
 }

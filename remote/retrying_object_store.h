@@ -24,6 +24,10 @@ struct RetryConfig {
   int base_delay_ms = 100;     // first backoff cap: ~ one loopback/region round trip x 10
   int max_delay_ms = 10'000;   // one sleep never exceeds this
   int deadline_ms = 120'000;   // no new attempt starts after this much time in the call
+  // Called before each retry's sleep with what is retried, why, and when: "GET key: <error>;
+  // retrying in 0.4 s (attempt 2 of 5)". The CLI prints it, so a long wait is never silent;
+  // empty: quiet. Called from the retrying thread; must be thread-safe.
+  std::function<void(const std::string&)> on_retry;
 };
 
 // Pure policy plus the sleep; thread-safe.

@@ -22,6 +22,7 @@
 #include "tools/command.h"
 #include "tools/fuse_probe.h"
 #include "tools/mount_daemon.h"
+#include "tools/mount_point_check.h"
 #include "tools/mount_state.h"
 #include "tools/run_files.h"
 #include "tools/save_record.h"
@@ -73,6 +74,8 @@ int run_mount(ArgParser& args) {
   args.option("upper-dir", "DIR", "where the mount's changes go (default: next to the chunk cache, "
                                   "CACHE_DIR/../upper/mount-<daemon pid>)");
   args.flag("allow-other", "let other users read the mount (default when run as root)");
+  args.flag("allow-nonempty", "mount over a directory that is not empty (its files are hidden, not lost, until unmount)");
+  args.flag("fail-on-cache-miss", "exit 3 when no entry matches (default: leave the paths as plain directories)");
   int code = 0;
   if (!args.parse(code)) return code;
 
@@ -112,6 +115,7 @@ int run_mount(ArgParser& args) {
   std::shared_ptr<const ByteSource> source;
   ServeInfo info;
   std::optional<SaveRecord> record;  // store entries only: what unmount --save needs
+  std::optional<ResolvedEntry> resolved;  // store entries only: printed once the mounts serve
   if (from_archive) {
     auto file = LocalFileSource::open(args.get("archive"));
     if (!file.ok()) return fail(file.error());
@@ -122,9 +126,13 @@ int run_mount(ArgParser& args) {
     if (!store.ok()) return fail(store.error());
     auto entry = resolve_entry(**store, args);
     if (!entry.ok()) return fail(entry.error());
-    Status printed = print_key_outputs(*entry);
-    if (!printed.ok()) return fail(printed);
     if (!entry->match) {
+      Status printed = print_key_outputs(*entry);  // a miss is a complete answer: cache-hit=false
+      if (!printed.ok()) return fail(printed);
+      if (args.has("fail-on-cache-miss")) {
+        return fail(Status(ErrorCode::kNotFound, "cache miss for key " + entry->primary_key + " in " + (*store)->describe() +
+                                                     " (--fail-on-cache-miss)"));
+      }
       for (const auto& p : paths) {
         Status s = fs::make_dirs(p);
         if (!s.ok()) return fail(s);
@@ -134,7 +142,7 @@ int run_mount(ArgParser& args) {
         Status recorded = write_save_record(rec);
         if (!recorded.ok()) return fail(recorded.with_context("recording the key for unmount --save"));
       }
-      std::cout << "cache miss for key " << entry->primary_key << ": nothing mounted";
+      std::cout << "cache miss for key " << entry->primary_key << " in " << (*store)->describe() << ": nothing mounted";
       for (const auto& p : paths) std::cout << ", " << p << " left as a plain directory";
       std::cout << "\n";
       daemon->ready(kExitOk);
@@ -143,6 +151,7 @@ int run_mount(ArgParser& args) {
     source = open_entry_source(*store, entry->match->object);
     info.archive = (*store)->describe() + " " + entry->match->object.key;
     info.key = entry->match->key;
+    resolved = *entry;
     record = SaveRecord{"", entry->primary_key, args.get("scope"), entry->cache_hit(), ::getpid(), "", recorded_store_args(args), ""};
   }
 
@@ -152,6 +161,12 @@ int run_mount(ArgParser& args) {
   const uint64_t mount_reads = counting->reads();
   auto placements = format::place_roots((*reader)->index(), paths);  // the rule restore uses
   if (!placements.ok()) return fail(placements.error());
+  if (!args.has("allow-nonempty")) {
+    for (const auto& pl : *placements) {
+      Status empty = require_empty_mountpoint(pl.path);
+      if (!empty.ok()) return fail(empty);
+    }
+  }
 
   auto cache = fs::ChunkCache::open({args.has("cache-dir") ? args.get("cache-dir") : fs::ChunkCache::default_dir(), *cache_size});
   if (!cache.ok() && cache.error().code() == ErrorCode::kResourceExhausted) {
@@ -209,6 +224,7 @@ int run_mount(ArgParser& args) {
     }
     auto m = fs::FuseMount::mount(filesystem, mc);
     if (!m.ok()) return fail(m.error());  // mounts made so far are detached by their destructors
+    daemon->note_mounted(pl.path);
     (*m)->start();
     mounts.push_back(std::move(m).value());
   }
@@ -235,6 +251,12 @@ int run_mount(ArgParser& args) {
   std::cout << "  " << totals.file_count << " files, " << size_text(totals.file_bytes) << " in "
             << size_text(source->size()) << "; ready after " << mount_reads << " range reads"
             << (daemon->foreground() ? "" : "; daemon pid " + std::to_string(getpid())) << "\n";
+  // The outputs only now that every mount serves: a failed mount must never tell the workflow
+  // cache-hit=true.
+  if (resolved) {
+    Status printed = print_key_outputs(*resolved);
+    if (!printed.ok()) return fail(printed);
+  }
   daemon->ready(kExitOk);
   redact_own_store_env();  // the store is open and recorded: /proc/PID/environ shows no secret
   // Keeps RUN_DIR/mount-<pid>.access.live current, so `unmount --save` can write the files the

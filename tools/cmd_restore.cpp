@@ -18,6 +18,7 @@
 #include "tools/command.h"
 #include "tools/extract_options.h"
 #include "tools/fuse_probe.h"
+#include "tools/mount_point_check.h"
 #include "tools/mount_state.h"
 #include "tools/store_options.h"
 
@@ -34,7 +35,7 @@ std::vector<std::string> mount_args(const ArgParser& args) {
   for (const char* name : {"store", "endpoint", "region", "concurrency", "part-size", "memory-budget", "retries", "key", "scope"})
     if (args.has(name)) out.insert(out.end(), {std::string("--") + name, args.get(name)});
   for (const auto& v : args.get_all("restore-keys")) out.insert(out.end(), {"--restore-keys", v});
-  for (const char* flag : {"path-style", "virtual-hosted", "sign-payload"})
+  for (const char* flag : {"path-style", "virtual-hosted", "sign-payload", "fail-on-cache-miss"})
     if (args.has(flag)) out.push_back(std::string("--") + flag);
   out.push_back("--");
   for (const auto& p : args.positionals()) out.push_back(p);
@@ -57,6 +58,10 @@ int extract(const ArgParser& args, std::shared_ptr<remote::ObjectStore> store, c
   for (const auto& p : *placed) config.targets.push_back(format::ExtractTarget{p.root, p.path});
   auto stats = format::extract_archive(**reader, config);
   if (!stats.ok()) return report_error("restore", stats.error().with_context("extracting " + source->describe()));
+  // The outputs only now that the files are in place: a failed restore must never tell the
+  // workflow cache-hit=true (steps guarded by it would be skipped over an empty directory).
+  Status printed = print_key_outputs(entry);
+  if (!printed.ok()) return report_error("restore", printed);
   double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   char rate[64];
   std::snprintf(rate, sizeof rate, "%.1f MiB in %.0f ms", static_cast<double>(stats->file_bytes) / (1 << 20), ms);
@@ -90,13 +95,18 @@ int run_restore(ArgParser& args) {
 
   if (mode != "extract") {
     std::string why = fuse_unusable_reason();
+    // A directory with files: extract over it, as actions/cache does, rather than hide them.
+    for (const auto& p : args.positionals()) {
+      if (Status empty = require_empty_mountpoint(absolute_path(p)); why.empty() && mode == "auto" && !empty.ok())
+        why = absolute_path(p) + " is not empty";
+    }
     auto mount = command_registry().find("mount");
     if (mount == command_registry().end()) why = "this build has no mount command";
     if (why.empty()) {
       std::cerr << "lazycache restore: mounting (FUSE is usable; --extract to unpack instead)\n";
       ArgParser mount_parser("mount", mount->second.usage, mount_args(args));
       int rc = mount->second.run(mount_parser);
-      if (rc == kExitOk || mode == "mount" || args.has("fail-on-cache-miss")) return rc;
+      if (rc == kExitOk || mode == "mount" || rc == kExitNotFound) return rc;  // 3: a miss (--fail-on-cache-miss)
       std::cerr << "lazycache restore: mounting failed; extracting instead\n";
     } else if (mode == "mount") {
       return report_error("restore", Status(ErrorCode::kUnsupported, "cannot mount: " + why));
@@ -109,10 +119,10 @@ int run_restore(ArgParser& args) {
   if (!store.ok()) return report_error("restore", store.error());
   auto entry = resolve_entry(**store, args);
   if (!entry.ok()) return report_error("restore", entry.error());
-  Status printed = print_key_outputs(*entry);
-  if (!printed.ok()) return report_error("restore", printed);
   if (!entry->match) {
-    std::cout << "cache miss for key " << entry->primary_key << ": nothing restored\n";
+    Status printed = print_key_outputs(*entry);  // a miss is a complete answer: cache-hit=false
+    if (!printed.ok()) return report_error("restore", printed);
+    std::cout << "cache miss for key " << entry->primary_key << " in " << (*store)->describe() << ": nothing restored\n";
     return args.has("fail-on-cache-miss") ? kExitNotFound : kExitOk;
   }
   return extract(args, *store, *entry, static_cast<int>(*threads));

@@ -6,6 +6,7 @@
 #include "tools/argv_redaction.h"
 #include "tools/command.h"
 #include "tools/config_file.h"
+#include "tools/interrupt.h"
 #include "tools/standard_streams.h"
 
 using lazycache::cli::command_registry;
@@ -40,6 +41,7 @@ int main(int argc, char** argv) {
     std::cerr << "lazycache: unknown command '" << command << "' (see lazycache --help)\n";
     return 2;
   }
+  lazycache::cli::install_interrupt_handlers(command);  // Ctrl-C: one line, exit 130, at once
   lazycache::cli::ArgParser parser(command, it->second.usage, std::vector<std::string>(argv + 2, argv + argc));
   lazycache::cli::redact_own_argv(argc, argv);  // the parser has its copy; ps shows no secret
   try {

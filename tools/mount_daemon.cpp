@@ -7,12 +7,16 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <mutex>
 #include <thread>
 
 #include "fs/local_files.h"
+#include "tools/command.h"
+#include "tools/interrupt.h"
 #include "tools/mount_state.h"
 #include "tools/run_files.h"
 
@@ -24,24 +28,49 @@ namespace {
 // wait was all of an idle `lazycache unmount`'s 0.5 s.
 constexpr int kMountEndedSignal = SIGUSR2;
 
-sigset_t stop_signals() {
+// The signals that stop a mount: Ctrl-C, kill, a closed terminal.
+sigset_t interrupt_signals() {
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGTERM);
   sigaddset(&set, SIGHUP);
+  return set;
+}
+
+// What serve() waits for: those, and its own two.
+sigset_t stop_signals() {
+  sigset_t set = interrupt_signals();
   sigaddset(&set, SIGUSR1);  // "write your figures now" (status, unmount)
   sigaddset(&set, kMountEndedSignal);
   return set;
 }
 
-// Parent side: copy the child's output until both pipes close, then take its status byte.
+// Parent side: copy the child's output until both pipes close, then take its status byte. A
+// signal (blocked here, so taken with sigtimedwait between polls) goes on to the child, which
+// stops at once (its startup watcher); the parent exits 128 + signal when it is gone, or after
+// 2 s with a SIGKILL.
 [[noreturn]] void relay_and_exit(int out_fd, int err_fd, int status_fd, pid_t child) {
   pollfd fds[2] = {{out_fd, POLLIN, 0}, {err_fd, POLLIN, 0}};
   int open_count = 2;
   char buf[4096];
+  const sigset_t interrupts = interrupt_signals();
+  int interrupted = 0;
+  auto interrupted_at = std::chrono::steady_clock::now();
   while (open_count > 0) {
-    if (::poll(fds, 2, -1) < 0) {
+    timespec none{0, 0};
+    if (int sig = ::sigtimedwait(&interrupts, nullptr, &none); sig > 0 && !interrupted) {
+      interrupted = sig;
+      interrupted_at = std::chrono::steady_clock::now();
+      ::kill(child, sig);
+    }
+    if (interrupted && std::chrono::steady_clock::now() - interrupted_at > std::chrono::seconds(2)) {
+      ::kill(child, SIGKILL);
+      break;
+    }
+    int ready = ::poll(fds, 2, 100);
+    if (ready == 0) continue;
+    if (ready < 0) {
       if (errno == EINTR) continue;
       break;
     }
@@ -58,6 +87,10 @@ sigset_t stop_signals() {
       }
     }
   }
+  if (interrupted) {
+    std::cerr << "lazycache mount: interrupted by " << signal_name(interrupted) << " while starting; stopped\n";
+    std::_Exit(interrupted_exit_code(interrupted));
+  }
   unsigned char code = 0;
   ssize_t n;
   while ((n = ::read(status_fd, &code, 1)) < 0 && errno == EINTR) {
@@ -72,12 +105,47 @@ sigset_t stop_signals() {
 
 }  // namespace
 
+// Until ready(): waits for SIGINT/SIGTERM/SIGHUP (blocked in every thread, so only this
+// sigtimedwait takes them) and on one detaches the noted mounts and exits 128 + signal.
+struct Daemonizer::StartupWatch {
+  std::mutex mu;
+  std::vector<std::string> mounted;  // guarded by mu
+  std::jthread thread;
+
+  void start() {
+    thread = std::jthread([this](std::stop_token stop) {
+      const sigset_t set = interrupt_signals();
+      while (!stop.stop_requested()) {
+        timespec wait{0, 100 * 1000 * 1000};
+        int sig = ::sigtimedwait(&set, nullptr, &wait);
+        if (sig <= 0) continue;
+        std::lock_guard lock(mu);
+        std::cerr << "lazycache mount: interrupted by " << signal_name(sig) << " while starting"
+                  << (mounted.empty() ? "; nothing was mounted" : "; detaching what was mounted") << "\n";
+        for (const auto& m : mounted) ignore_error(unmount_path(m, /*lazy=*/true), "exiting anyway; a stale mount is cleaned by the next mount");
+        std::cerr.flush();
+        std::_Exit(interrupted_exit_code(sig));
+      }
+    });
+  }
+};
+
+void Daemonizer::note_mounted(const std::string& mountpoint) {
+  if (!watch_) return;
+  std::lock_guard lock(watch_->mu);
+  watch_->mounted.push_back(mountpoint);
+}
+
 Result<Daemonizer> Daemonizer::start(bool foreground) {
   sigset_t set = stop_signals();
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   ::signal(SIGPIPE, SIG_IGN);
   Daemonizer d;
-  if (foreground) return d;
+  d.watch_ = std::make_shared<StartupWatch>();
+  if (foreground) {
+    d.watch_->start();
+    return d;
+  }
   LC_RETURN_IF_ERROR(make_run_dir().with_context("creating the run directory"));
   int out[2], err[2], st[2];
   if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0 || ::pipe2(st, O_CLOEXEC) != 0) {
@@ -106,10 +174,20 @@ Result<Daemonizer> Daemonizer::start(bool foreground) {
   ::close(out[1]);
   ::close(err[1]);
   d.status_fd_ = st[1];
+  d.watch_->start();  // in the child: the fork above copied no thread
   return d;
 }
 
 void Daemonizer::ready(int exit_code) {
+  if (watch_) {
+    watch_->thread.request_stop();
+    if (watch_->thread.joinable()) watch_->thread.join();
+    watch_.reset();
+    if (exit_code != kExitOk) {
+      const sigset_t set = interrupt_signals();
+      pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
+    }
+  }
   if (status_fd_ < 0) return;
   std::cout.flush();
   std::cerr.flush();

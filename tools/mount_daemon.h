@@ -24,18 +24,29 @@
 
 namespace lazycache::cli {
 
+// Signals during startup (which can wait long on a store): the parent forwards SIGINT/SIGTERM/
+// SIGHUP to the child and exits 128 + signal once the child is gone (2 s at most); the child (or
+// a foreground mount) has a watcher thread that, until ready(), answers them at once: it detaches
+// the mounts noted so far and exits 128 + signal. After ready(), serve() waits for them instead.
 class Daemonizer {
  public:
   // Blocks SIGINT/SIGTERM/SIGHUP/SIGUSR1 (serve() waits for them), ignores SIGPIPE. Then, unless
   // `foreground`, forks: in the parent this relays the child's output and exits the process
   // with the child's status; it returns only in the child (or at once in foreground).
   static Result<Daemonizer> start(bool foreground);
-  // Child: output now goes to the log file; the parent exits with `exit_code`. Foreground: no-op.
+  // Child: output now goes to the log file; the parent exits with `exit_code`. Both: the startup
+  // watcher stops (serve() takes the signals over); after a failure (exit_code != 0) this thread
+  // takes SIGINT/SIGTERM again, so a command that goes on (restore extracting) stays interruptible.
   void ready(int exit_code);
   bool foreground() const { return status_fd_ < 0; }
+  // A mount point mounted during startup: detached if a signal interrupts the startup.
+  void note_mounted(const std::string& mountpoint);
+
+  struct StartupWatch;  // the watcher thread and the mount points it detaches
 
  private:
   int status_fd_ = -1;
+  std::shared_ptr<StartupWatch> watch_;
 };
 
 // A ByteSource that counts the reads made through it (the mount's "range reads at mount").

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <iostream>
 #include <sstream>
@@ -71,6 +72,12 @@ Result<remote::TransferConfig> transfer_config_from(const ArgParser& args) {
 
 namespace {
 
+// Every retry, on stderr: a store that keeps failing is never a silent wait.
+void print_retry(const std::string& line) {
+  std::string text = "lazycache: " + remote::redact_url(line) + "\n";
+  std::fwrite(text.data(), 1, text.size(), stderr);
+}
+
 std::string store_url_from(const ArgParser& args) {
   if (auto s = args.get_opt("store"); s && !s->empty()) return *s;
   if (const char* env = std::getenv("LAZYCACHE_STORE"); env && *env) return env;
@@ -95,6 +102,7 @@ Result<std::shared_ptr<remote::ObjectStore>> open_s3_store(const remote::StoreUr
   config.sign_payload = args.has("sign-payload");
   config.transfer = transfer;
   config.part_retry.max_attempts = transfer.max_attempts;
+  config.part_retry.on_retry = print_retry;
   auto credentials = std::make_shared<remote::CredentialSource>(remote::load_aws_credentials);
   LC_RETURN_IF_ERROR(credentials->current().status().with_context(url.display()));
   return std::shared_ptr<remote::ObjectStore>(std::make_shared<remote::S3ObjectStore>(std::move(config), std::move(credentials)));
@@ -123,6 +131,7 @@ Result<std::shared_ptr<remote::ObjectStore>> open_store(const ArgParser& args) {
   LC_ASSIGN_OR_RETURN(auto store, open_concrete_store(url, args, transfer));
   remote::RetryConfig retry;
   retry.max_attempts = transfer.max_attempts;
+  retry.on_retry = print_retry;
   return std::shared_ptr<remote::ObjectStore>(std::make_shared<remote::RetryingObjectStore>(std::move(store), retry));
 }
 

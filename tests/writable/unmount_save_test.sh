@@ -25,6 +25,9 @@ ln -s ../pkg-1/index.js "$P/pkg-2/alias.js"
 grep -q "saved .* as key deps-v1" "$W/out" || fail "save after a miss: $(cat "$W/out")"
 [ -f "$W/store/deps-v1.tar.zst" ] || fail "no deps-v1 entry in the store"
 
+# The next job starts with P empty, as on a fresh runner (mount refuses to hide files).
+rm -rf "$P" && mkdir -p "$P"
+
 # 2. Exact hit, nothing changed: reads only, no save.
 "$LC" mount --key deps-v1 "$P" > "$W/out"
 mountpoint -q "$P" || fail "exact hit did not mount"

@@ -125,8 +125,10 @@ async function main() {
     }
     core.warning(`${msg}; continuing as a cache miss`);
   }
-  const failed = result.status !== 0 && !missExit;
-  state.matchedKey = failed ? '' : matchedKeyFrom(result.outputs, inputs);
+  // Only a command that succeeded restored anything: on any other exit (a miss, a failed mount
+  // or extract) the outputs say miss, whatever the CLI printed before it failed, so steps guarded
+  // by cache-hit run and the post step saves.
+  state.matchedKey = result.status === 0 ? matchedKeyFrom(result.outputs, inputs) : '';
   const mountPoints = lc.fuseMountPoints();
   state.mounted = inputs.paths.filter((p) => mountPoints.has(p));
   // What really happened, whatever was asked: nothing on a miss, else a mount if a path is one.

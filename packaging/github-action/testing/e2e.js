@@ -6,7 +6,10 @@
 // server on loopback, and checks outputs, state, summary and the store for:
 //   a miss followed by a save; an exact hit (mount, and extract); a partial hit via restore-keys;
 //   lookup-only; fail-on-cache-miss; a failed job (no save) and save-always (save).
+//   a restore that finds the entry but cannot place it, and a mount that fails: neither reports
+//   cache-hit, and post saves.
 // Usage: e2e.js LAZYCACHE S3_ENV_FILE   (S3_ENV_FILE as tests/servers/swift-s3.sh writes it)
+//        e2e.js LAZYCACHE local         (a file:// store in a temporary directory: no server)
 'use strict';
 
 const assert = require('node:assert');
@@ -21,12 +24,16 @@ if (!lazycache || !envFile) {
   console.error('usage: e2e.js LAZYCACHE S3_ENV_FILE');
   process.exit(2);
 }
-const s3 = Object.fromEntries(fs.readFileSync(envFile, 'utf8').split('\n').filter((l) => l.includes('='))
+const localStore = envFile === 'local' ? fs.mkdtempSync(path.join(require('os').tmpdir(), 'lc-e2e-store-')) : '';
+const s3 = localStore ? {} : Object.fromEntries(fs.readFileSync(envFile, 'utf8').split('\n').filter((l) => l.includes('='))
   .map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
 const DIST = path.join(__dirname, '..', 'dist');
 // Entries are immutable and the server's data outlives a run: every run uses fresh keys.
 const P = `e2e-${Date.now().toString(36)}-${process.pid}`;
-const storeInputs = { store: `s3://lazycache/action-e2e`, endpoint: s3.S3_ENDPOINT, region: s3.S3_REGION };
+const storeInputs = localStore ? { store: `file://${localStore}` }
+  : { store: `s3://lazycache/action-e2e`, endpoint: s3.S3_ENDPOINT, region: s3.S3_REGION };
+// The same store as CLI options, for the checks that call lazycache directly.
+const storeArgs = ['--store', storeInputs.store, ...(localStore ? [] : ['--endpoint', s3.S3_ENDPOINT, '--region', s3.S3_REGION])];
 const baseEnv = {
   PATH: process.env.PATH, LAZYCACHE_BIN: path.resolve(lazycache), LAZYCACHE_CONFIG: '',
   AWS_ACCESS_KEY_ID: s3.S3_ACCESS_KEY, AWS_SECRET_ACCESS_KEY: s3.S3_SECRET_KEY,
@@ -43,10 +50,11 @@ function step(entry, env) {
 }
 
 // One job: main, then `work` (the job's own steps), then post. Returns everything to check.
-function job(inputs, { work = () => {}, jobStatus = 'success' } = {}) {
+function job(inputs, { before = () => {}, work = () => {}, jobStatus = 'success' } = {}) {
   const runner = new RunnerEnv({ workspace: WORKSPACE });
   envs.push(runner);
   fs.rmSync(path.join(WORKSPACE, 'deps'), { recursive: true, force: true });
+  before(path.join(WORKSPACE, 'deps'));
   const base = { ...baseEnv, LAZYCACHE_CACHE_DIR: path.join(runner.dir, 'chunks') };
   const all = { path: 'deps', ...storeInputs, ...inputs };
   const main = step('main.js', runner.env(all, base));
@@ -65,8 +73,7 @@ function job(inputs, { work = () => {}, jobStatus = 'success' } = {}) {
 }
 
 function lookup(key) {
-  const r = spawnSync(lazycache, ['lookup', '--store', storeInputs.store, '--endpoint', s3.S3_ENDPOINT, '--region',
-    s3.S3_REGION, '--key', key], { env: { ...baseEnv, GITHUB_OUTPUT: '' }, encoding: 'utf8' });
+  const r = spawnSync(lazycache, ['lookup', ...storeArgs, '--key', key], { env: { ...baseEnv, GITHUB_OUTPUT: '' }, encoding: 'utf8' });
   assert.strictEqual(r.status, 0, r.stderr);
   return /cache-hit=true/.test(r.stdout);
 }
@@ -168,6 +175,37 @@ scenario('a failed job saves a miss only with save-always', () => {
   assert.ok(lookup(K4));
 });
 
+scenario('an entry restore cannot place (saved for other paths) is a miss, not cache-hit=true; post saves', () => {
+  // Saved with two roots: one path cannot take them (restore exits non-zero after the lookup).
+  const K5 = `${P}-two-roots`;
+  const src = fs.mkdtempSync(path.join(require('os').tmpdir(), 'lc-e2e-src-'));
+  for (const d of ['a', 'b']) fill(path.join(src, d));
+  const saved = spawnSync(lazycache, ['save', ...storeArgs, '--key', K5, path.join(src, 'a'), path.join(src, 'b')],
+    { env: { ...baseEnv, GITHUB_OUTPUT: '' }, encoding: 'utf8' });
+  fs.rmSync(src, { recursive: true, force: true });
+  assert.strictEqual(saved.status, 0, saved.stderr);
+  const j = job({ key: K5, mode: 'extract' }, { work: fill });
+  assert.strictEqual(j.main.status, 0, j.main.log);
+  assert.notStrictEqual(j.outputs['cache-hit'], 'true', 'nothing was restored');
+  assert.strictEqual(j.outputs['cache-matched-key'], '');
+  assert.strictEqual(j.outputs['restore-mode'], 'none');
+  assert.match(j.main.log, /::warning::lazycache restore failed/);
+  assert.match(j.summary, /\| Cache hit \| miss \|/);
+  assert.match(j.post.log, /\[command\]\S+ save /, 'the post step saves what the job made');
+});
+
+scenario('a mount that fails reports no cache-hit and leaves the directory as it was', () => {
+  // mode: mount over a directory that is not empty: the mount is refused after the lookup.
+  const j = job({ key: K1, mode: 'mount' }, {
+    before: (d) => { fs.mkdirSync(d, { recursive: true }); fs.writeFileSync(path.join(d, 'mine.txt'), 'kept\n'); },
+    work: (d, mounted) => { assert.ok(!mounted); assert.strictEqual(fs.readFileSync(path.join(d, 'mine.txt'), 'utf8'), 'kept\n'); },
+  });
+  assert.strictEqual(j.main.status, 0, j.main.log);
+  assert.strictEqual(j.outputs['cache-hit'], undefined, 'cache-hit is not set when the mount failed');
+  assert.strictEqual(j.outputs['cache-matched-key'], '');
+  assert.match(j.main.log, /::warning::lazycache (restore|mount) failed/);
+});
+
 let failed = 0;
 for (const [name, fn] of checks) {
   lastJob = null;
@@ -187,5 +225,6 @@ for (const r of envs) {
   if (!failed) r.cleanup();
 }
 if (!failed && !lc.fuseMountPoints().has(path.join(WORKSPACE, 'deps'))) fs.rmSync(WORKSPACE, { recursive: true, force: true });
+if (localStore && !failed) fs.rmSync(localStore, { recursive: true, force: true });
 console.log(`${checks.length - failed} passed, ${failed} failed`);
 process.exit(failed ? 1 : 0);
