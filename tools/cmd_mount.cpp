@@ -21,6 +21,7 @@
 #include "tools/argv_redaction.h"
 #include "tools/command.h"
 #include "tools/fuse_probe.h"
+#include "tools/json_output.h"
 #include "tools/mount_daemon.h"
 #include "tools/mount_point_check.h"
 #include "tools/mount_state.h"
@@ -75,11 +76,15 @@ int run_mount(ArgParser& args) {
                                   "CACHE_DIR/../upper/mount-<daemon pid>)");
   args.flag("allow-other", "let other users read the mount (default when run as root)");
   args.flag("allow-nonempty", "mount over a directory that is not empty (its files are hidden, not lost, until unmount)");
+  args.flag("json", "print one JSON object (docs/cli.md) instead of the outputs; the summary goes to stderr");
   args.flag("fail-on-cache-miss", "exit 3 when no entry matches (default: leave the paths as plain directories)");
   int code = 0;
   if (!args.parse(code)) return code;
 
   const bool from_archive = args.has("archive");
+  const bool json = args.has("json");
+  std::ostream& human = json ? std::cerr : std::cout;  // --json: stdout holds the object only
+  const auto started = std::chrono::steady_clock::now();
   if (from_archive == args.has("key")) {
     std::cerr << "lazycache mount: give --key (with --store) or --archive FILE\n";
     return kExitUsage;
@@ -116,6 +121,7 @@ int run_mount(ArgParser& args) {
   ServeInfo info;
   std::optional<SaveRecord> record;  // store entries only: what unmount --save needs
   std::optional<ResolvedEntry> resolved;  // store entries only: printed once the mounts serve
+  std::string store_name;
   if (from_archive) {
     auto file = LocalFileSource::open(args.get("archive"));
     if (!file.ok()) return fail(file.error());
@@ -127,8 +133,9 @@ int run_mount(ArgParser& args) {
     auto entry = resolve_entry(**store, args);
     if (!entry.ok()) return fail(entry.error());
     if (!entry->match) {
-      Status printed = print_key_outputs(*entry);  // a miss is a complete answer: cache-hit=false
+      Status printed = print_key_outputs(*entry, !json);  // a miss is a complete answer: cache-hit=false
       if (!printed.ok()) return fail(printed);
+      if (json) std::cout << RestoreJson{.primary_key = entry->primary_key, .store = (*store)->describe(), .mode = "none"}.to_json() << "\n";
       if (args.has("fail-on-cache-miss")) {
         return fail(Status(ErrorCode::kNotFound, "cache miss for key " + entry->primary_key + " in " + (*store)->describe() +
                                                      " (--fail-on-cache-miss)"));
@@ -142,9 +149,9 @@ int run_mount(ArgParser& args) {
         Status recorded = write_save_record(rec);
         if (!recorded.ok()) return fail(recorded.with_context("recording the key for unmount --save"));
       }
-      std::cout << "cache miss for key " << entry->primary_key << " in " << (*store)->describe() << ": nothing mounted";
-      for (const auto& p : paths) std::cout << ", " << p << " left as a plain directory";
-      std::cout << "\n";
+      human << "cache miss for key " << entry->primary_key << " in " << (*store)->describe() << ": nothing mounted";
+      for (const auto& p : paths) human << ", " << p << " left as a plain directory";
+      human << "\n";
       daemon->ready(kExitOk);
       return kExitOk;
     }
@@ -152,6 +159,7 @@ int run_mount(ArgParser& args) {
     info.archive = (*store)->describe() + " " + entry->match->object.key;
     info.key = entry->match->key;
     resolved = *entry;
+    store_name = (*store)->describe();
     record = SaveRecord{"", entry->primary_key, args.get("scope"), entry->cache_hit(), ::getpid(), "", recorded_store_args(args), ""};
   }
 
@@ -245,17 +253,24 @@ int run_mount(ArgParser& args) {
   for (const auto& m : mounts) {
     // The root path (and, with no PATH given, the mount point) come from the archive: quoted
     // when they hold control bytes, like every name lazycache prints.
-    std::cout << "mounted " << format::quote_path_if_needed(filesystem.index().path(m->config().root)) << " of "
+    human << "mounted " << format::quote_path_if_needed(filesystem.index().path(m->config().root)) << " of "
               << info.archive << " at " << format::quote_path_if_needed(m->mountpoint()) << "\n";
   }
-  std::cout << "  " << totals.file_count << " files, " << size_text(totals.file_bytes) << " in "
+  human << "  " << totals.file_count << " files, " << size_text(totals.file_bytes) << " in "
             << size_text(source->size()) << "; ready after " << mount_reads << " range reads"
             << (daemon->foreground() ? "" : "; daemon pid " + std::to_string(getpid())) << "\n";
   // The outputs only now that every mount serves: a failed mount must never tell the workflow
   // cache-hit=true.
   if (resolved) {
-    Status printed = print_key_outputs(*resolved);
+    Status printed = print_key_outputs(*resolved, !json);
     if (!printed.ok()) return fail(printed);
+  }
+  if (json) {
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started).count();
+    std::cout << RestoreJson{resolved ? resolved->primary_key : "", info.key, store_name, resolved && resolved->cache_hit(),
+                             "mount", totals.file_count, totals.file_bytes, source->size(), 0, static_cast<uint64_t>(ms)}
+                     .to_json()
+              << std::endl;
   }
   daemon->ready(kExitOk);
   redact_own_store_env();  // the store is open and recorded: /proc/PID/environ shows no secret

@@ -18,6 +18,7 @@
 #include "tools/command.h"
 #include "tools/extract_options.h"
 #include "tools/fuse_probe.h"
+#include "tools/json_output.h"
 #include "tools/mount_point_check.h"
 #include "tools/mount_state.h"
 #include "tools/store_options.h"
@@ -35,7 +36,7 @@ std::vector<std::string> mount_args(const ArgParser& args) {
   for (const char* name : {"store", "endpoint", "region", "concurrency", "part-size", "memory-budget", "retries", "key", "scope"})
     if (args.has(name)) out.insert(out.end(), {std::string("--") + name, args.get(name)});
   for (const auto& v : args.get_all("restore-keys")) out.insert(out.end(), {"--restore-keys", v});
-  for (const char* flag : {"path-style", "virtual-hosted", "sign-payload", "fail-on-cache-miss"})
+  for (const char* flag : {"path-style", "virtual-hosted", "sign-payload", "fail-on-cache-miss", "json"})
     if (args.has(flag)) out.push_back(std::string("--") + flag);
   out.push_back("--");
   for (const auto& p : args.positionals()) out.push_back(p);
@@ -60,9 +61,18 @@ int extract(const ArgParser& args, std::shared_ptr<remote::ObjectStore> store, c
   if (!stats.ok()) return report_error("restore", stats.error().with_context("extracting " + source->describe()));
   // The outputs only now that the files are in place: a failed restore must never tell the
   // workflow cache-hit=true (steps guarded by it would be skipped over an empty directory).
-  Status printed = print_key_outputs(entry);
+  const bool json = args.has("json");
+  Status printed = print_key_outputs(entry, !json);
   if (!printed.ok()) return report_error("restore", printed);
   double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  if (json) {
+    std::cout << RestoreJson{entry.primary_key, entry.match->key,  store->describe(), entry.cache_hit(), "extract",
+                             stats->files,      stats->file_bytes, source->size(),    stats->compressed_bytes_read,
+                             static_cast<uint64_t>(ms)}
+                     .to_json()
+              << "\n";
+    return kExitOk;
+  }
   char rate[64];
   std::snprintf(rate, sizeof rate, "%.1f MiB in %.0f ms", static_cast<double>(stats->file_bytes) / (1 << 20), ms);
   std::cout << "restored key " << entry.match->key << (entry.cache_hit() ? "" : " (restore key match)") << " from "
@@ -77,6 +87,7 @@ int run_restore(ArgParser& args) {
   args.option("mode", "auto|mount|extract", "mount when FUSE is usable, else extract", "auto");
   args.flag("extract", "same as --mode extract");
   args.flag("fail-on-cache-miss", "exit 3 when no entry matches");
+  args.flag("json", "print one JSON object (docs/cli.md) instead of the outputs and summary");
   args.option("threads", "N", "decompression threads when extracting (0: one per CPU)", "0");
   add_extract_safety_options(args);
   int code = 0;
@@ -120,9 +131,12 @@ int run_restore(ArgParser& args) {
   auto entry = resolve_entry(**store, args);
   if (!entry.ok()) return report_error("restore", entry.error());
   if (!entry->match) {
-    Status printed = print_key_outputs(*entry);  // a miss is a complete answer: cache-hit=false
+    const bool json = args.has("json");
+    Status printed = print_key_outputs(*entry, !json);  // a miss is a complete answer: cache-hit=false
     if (!printed.ok()) return report_error("restore", printed);
-    std::cout << "cache miss for key " << entry->primary_key << " in " << (*store)->describe() << ": nothing restored\n";
+    (json ? std::cerr : std::cout) << "cache miss for key " << entry->primary_key << " in " << (*store)->describe()
+                                   << ": nothing restored\n";
+    if (json) std::cout << RestoreJson{.primary_key = entry->primary_key, .store = (*store)->describe(), .mode = "none"}.to_json() << "\n";
     return args.has("fail-on-cache-miss") ? kExitNotFound : kExitOk;
   }
   return extract(args, *store, *entry, static_cast<int>(*threads));

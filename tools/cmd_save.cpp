@@ -10,6 +10,7 @@
 #include "format/archive_writer.h"
 #include "remote/upload_sink.h"
 #include "tools/command.h"
+#include "tools/json_output.h"
 #include "tools/store_options.h"
 
 namespace lazycache::cli {
@@ -21,9 +22,10 @@ std::string mib(uint64_t bytes) {
   return buf;
 }
 
-int skipped(const std::string& key, const std::string& where) {
-  std::cout << "cache entry for key " << key << " already exists in " << where
-            << "; not saving (entries are immutable)\n";
+int skipped(const std::string& key, const std::string& where, bool json) {
+  (json ? std::cerr : std::cout) << "cache entry for key " << key << " already exists in " << where
+                                 << "; not saving (entries are immutable)\n";
+  if (json) std::cout << SaveJson{.key = key, .store = where}.to_json() << "\n";
   return kExitOk;
 }
 
@@ -34,8 +36,10 @@ int run_save(ArgParser& args) {
   args.option("frame-size", "SIZE", "target uncompressed frame size", "4M");
   args.option("threads", "N", "compression threads (0: one per CPU)", "0");
   args.flag("xattrs", "store extended attributes");
+  args.flag("json", "print one JSON object (docs/cli.md) instead of the summary line");
   int code = 0;
   if (!args.parse(code)) return code;
+  const bool json = args.has("json");
   if (args.get("key").empty() || args.positionals().empty()) {
     std::cerr << "lazycache save: usage: lazycache save --key KEY [options] PATH...\n";
     return kExitUsage;
@@ -56,7 +60,7 @@ int run_save(ArgParser& args) {
 
   // Cheap check before packing anything; the create-only publish below closes the race.
   auto existing = (*store)->head(*object_key);
-  if (existing.ok()) return skipped(key, where);
+  if (existing.ok()) return skipped(key, where, json);
   if (existing.error().code() != ErrorCode::kNotFound) return report_error("save", existing.error());
 
   std::vector<format::PackRoot> roots;
@@ -76,10 +80,18 @@ int run_save(ArgParser& args) {
   remote::UploadSink sink(*store, *object_key, put);
   auto stats = format::write_archive(roots, sink, pack);
   if (!stats.ok()) {
-    if (stats.error().code() == ErrorCode::kAlreadyExists) return skipped(key, where);
+    if (stats.error().code() == ErrorCode::kAlreadyExists) return skipped(key, where, json);
     return report_error("save", stats.error().with_context("saving key " + key + " to " + where));
   }
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (json) {
+    const auto t = (*store)->transfer_stats();
+    std::cout << SaveJson{key,           where, *object_key, true, stats->files, stats->file_bytes, stats->archive_bytes,
+                          stats->frames, static_cast<uint64_t>(seconds * 1000), t.requests, t.retries}
+                     .to_json()
+              << "\n";
+    return kExitOk;
+  }
   std::cout << "saved key " << key << " to " << where << "/" << *object_key << ": " << stats->files << " files, "
             << mib(stats->file_bytes) << " -> " << mib(stats->archive_bytes) << " in " << stats->frames << " frames, "
             << static_cast<int>(seconds * 1000) << " ms";

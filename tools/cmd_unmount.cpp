@@ -9,6 +9,7 @@
 
 #include "fs/local_files.h"
 #include "tools/command.h"
+#include "tools/json_output.h"
 #include "tools/mount_holders.h"
 #include "tools/mount_state.h"
 #include "tools/process_exit.h"
@@ -22,7 +23,7 @@ constexpr auto kDaemonExitWait = std::chrono::seconds(10);
 
 void print_figures(const std::string& path, const fs::MountStats& stats, bool json) {
   if (json) {
-    std::cout << "{\"path\":\"" << path << "\",\"stats\":" << stats.to_json() << "}\n";
+    std::cout << JsonObject().add("path", path).add_raw("stats", stats.to_json()).str() << "\n";
   } else {
     std::cout << path << ": " << mount_summary(stats) << "\n";
   }

@@ -170,11 +170,11 @@ std::shared_ptr<ByteSource> open_entry_source(std::shared_ptr<remote::ObjectStor
   return remote::ObjectByteSource::from_info(std::move(store), object);
 }
 
-Status print_key_outputs(const ResolvedEntry& entry) {
+Status print_key_outputs(const ResolvedEntry& entry, bool to_stdout) {
   std::string lines = std::string("cache-hit=") + (entry.cache_hit() ? "true" : "false") + "\n" +
                       "cache-primary-key=" + entry.primary_key + "\n" +
                       "cache-matched-key=" + (entry.match ? entry.match->key : "") + "\n";
-  std::cout << lines << std::flush;
+  if (to_stdout) std::cout << lines << std::flush;
   const char* path = std::getenv("GITHUB_OUTPUT");
   if (!path || !*path) return Status();
   int fd = ::open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);

@@ -60,8 +60,10 @@ Result<std::string> primary_object_key(const ArgParser& args);
 // A ByteSource over the matched entry, pinned to its ETag (no request is made).
 std::shared_ptr<ByteSource> open_entry_source(std::shared_ptr<remote::ObjectStore> store, const remote::ObjectInfo& object);
 
-// Prints "cache-hit=…", "cache-primary-key=…", "cache-matched-key=…" to stdout and appends the
-// same lines to $GITHUB_OUTPUT when set. Errors: kIo writing $GITHUB_OUTPUT.
-Status print_key_outputs(const ResolvedEntry& entry);
+// Prints "cache-hit=…", "cache-primary-key=…", "cache-matched-key=…" to stdout (not with
+// `to_stdout` false: --json, whose object holds the same) and appends the same lines to
+// $GITHUB_OUTPUT when set. Call it only once the command has done its job (a failed command
+// must not tell a workflow cache-hit=true). Errors: kIo writing $GITHUB_OUTPUT.
+Status print_key_outputs(const ResolvedEntry& entry, bool to_stdout = true);
 
 }  // namespace lazycache::cli

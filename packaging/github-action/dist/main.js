@@ -70,6 +70,7 @@ function plan(cli, inputs) {
   const mode = inputs.mode === 'auto' && fuseReason ? 'extract' : inputs.mode;
   const args = ['restore'];
   if (cli.hasOption('restore', 'mode')) args.push('--mode', mode);
+  if (cli.hasOption('restore', 'json')) args.push('--json');  // entry size, bytes fetched, time
   return { command: 'restore', args: [...args, ...common, ...inputs.paths], mode, reason: fuseReason };
 }
 
@@ -146,7 +147,14 @@ async function main() {
     if (!state.matchedKey) state.mode = 'none';
     else state.mode = state.mounted.length > 0 ? 'mount' : 'extract';
   }
-  if (result.outputs['bytes-fetched'] !== undefined) state.fetched = Number(result.outputs['bytes-fetched']);
+  // The CLI's own figures (restore/mount --json: docs/cli.md): what it fetched when it
+  // extracted, the entry's size, how long the CLI took.
+  const report = result.status === 0 ? lc.jsonLines(result.stdout).pop() : undefined;
+  if (report) {
+    if (report.mode === 'extract') state.fetched = report.bytes_fetched;
+    if (report.entry_bytes) state.entryBytes = report.entry_bytes;
+    state.cliMs = report.ms;
+  }
   state.ok = true;
   core.saveState('lazycache', JSON.stringify(state));
 
@@ -480,8 +488,11 @@ async function installDeb(deb) {
   return bin;
 }
 
-// Runs `bin args...`, echoing its output to the log, with $GITHUB_OUTPUT redirected to a private
-// file whose lines come back parsed in `outputs`. Never throws for a non-zero exit.
+// Runs `bin args...` with $GITHUB_OUTPUT redirected to a private file whose lines come back
+// parsed in `outputs`. With `echo`, the child's stderr (its messages and progress lines) goes
+// straight to the log as it is written, so a long save or restore is never silent; its stdout
+// (the outputs, or the --json object) is captured and echoed when it ends. Never throws for a
+// non-zero exit.
 function run(bin, args, { env = process.env, echo = true } = {}) {
   const dir = fs.mkdtempSync(path.join(process.env.RUNNER_TEMP || os.tmpdir(), 'lazycache-run-'));
   const outFile = path.join(dir, 'output');
@@ -489,13 +500,11 @@ function run(bin, args, { env = process.env, echo = true } = {}) {
   if (echo) core.info(`[command]${bin} ${args.map(quoteArg).join(' ')}`);
   const r = spawnSync(bin, args, {
     env: { ...env, GITHUB_OUTPUT: outFile }, encoding: 'utf8', maxBuffer: 64 << 20,
+    stdio: ['ignore', 'pipe', echo ? 'inherit' : 'pipe'],
   });
   const stdout = r.stdout || '';
   const stderr = r.stderr || '';
-  if (echo) {
-    if (stdout) process.stdout.write(stdout.endsWith('\n') ? stdout : `${stdout}\n`);
-    if (stderr) process.stdout.write(stderr.endsWith('\n') ? stderr : `${stderr}\n`);
-  }
+  if (echo && stdout) process.stdout.write(stdout.endsWith('\n') ? stdout : `${stdout}\n`);
   let outputs = {};
   try {
     outputs = core.parseFileCommands(fs.readFileSync(outFile, 'utf8'));
@@ -549,15 +558,28 @@ function parseBytes(s) {
   return m ? Number(m[1]) : NaN;
 }
 
-// Sums the numeric fields of the JSON objects (one per line) that `unmount --json` prints.
-function sumJsonFigures(text) {
-  const totals = {};
+// The JSON objects a --json command printed, one per line (docs/cli.md, "JSON output").
+function jsonLines(text) {
+  const out = [];
   for (const line of text.split('\n')) {
     const t = line.trim();
     if (!t.startsWith('{')) continue;
-    let obj;
-    try { obj = JSON.parse(t); } catch { continue; }
-    for (const [k, v] of Object.entries(obj)) {
+    try { out.push(JSON.parse(t)); } catch { /* not one of ours */ }
+  }
+  return out;
+}
+
+// The figures of `unmount --json` ({"path", "stats": {...}} per path), summed over the daemons:
+// paths served by one daemon repeat its figures, so identical "stats" objects count once.
+function sumJsonFigures(text) {
+  const totals = {};
+  const seen = new Set();
+  for (const obj of jsonLines(text)) {
+    const stats = obj.stats && typeof obj.stats === 'object' ? obj.stats : obj;
+    const key = JSON.stringify(stats);
+    if (seen.has(key)) continue;
+    seen.add(key);
+    for (const [k, v] of Object.entries(stats)) {
       if (typeof v === 'number' && Number.isFinite(v)) totals[k] = (totals[k] || 0) + v;
     }
   }
@@ -592,7 +614,7 @@ function fuseMountPoints(mountinfo = '/proc/self/mountinfo') {
 }
 
 module.exports = {
-  findLazycache, installDeb, run, Cli, parseBytes, sumJsonFigures, formatBytes, fuseMountPoints, quoteArg,
+  findLazycache, installDeb, run, Cli, parseBytes, jsonLines, sumJsonFigures, formatBytes, fuseMountPoints, quoteArg,
 };
 };
 __require('./main').main().catch((e) => __require('./core').setFailed(e && e.stack ? e.stack : String(e)));

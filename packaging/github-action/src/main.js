@@ -60,6 +60,7 @@ function plan(cli, inputs) {
   const mode = inputs.mode === 'auto' && fuseReason ? 'extract' : inputs.mode;
   const args = ['restore'];
   if (cli.hasOption('restore', 'mode')) args.push('--mode', mode);
+  if (cli.hasOption('restore', 'json')) args.push('--json');  // entry size, bytes fetched, time
   return { command: 'restore', args: [...args, ...common, ...inputs.paths], mode, reason: fuseReason };
 }
 
@@ -136,7 +137,14 @@ async function main() {
     if (!state.matchedKey) state.mode = 'none';
     else state.mode = state.mounted.length > 0 ? 'mount' : 'extract';
   }
-  if (result.outputs['bytes-fetched'] !== undefined) state.fetched = Number(result.outputs['bytes-fetched']);
+  // The CLI's own figures (restore/mount --json: docs/cli.md): what it fetched when it
+  // extracted, the entry's size, how long the CLI took.
+  const report = result.status === 0 ? lc.jsonLines(result.stdout).pop() : undefined;
+  if (report) {
+    if (report.mode === 'extract') state.fetched = report.bytes_fetched;
+    if (report.entry_bytes) state.entryBytes = report.entry_bytes;
+    state.cliMs = report.ms;
+  }
   state.ok = true;
   core.saveState('lazycache', JSON.stringify(state));
 

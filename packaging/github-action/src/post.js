@@ -19,6 +19,7 @@ function saveArgs(cli, state) {
       core.info(`upload-chunk-size ${state.uploadChunkSize} is below S3's 5 MiB part minimum or not supported; using the default`);
     }
   }
+  if (cli.hasOption('save', 'json')) args.push('--json');  // bytes uploaded, time
   return [...args, ...state.paths];
 }
 
@@ -38,16 +39,24 @@ function unmount(cli, state, withSave) {
   return { ok: r.status === 0, figures: lc.sumJsonFigures(r.stdout), r };
 }
 
+// Rows from the CLI's figures: `unmount --json` stats for a mount (docs/cli.md: store_bytes is
+// what the job fetched, archive_bytes the entry's size), restore --json's for an extract.
 function figureRows(figures, state) {
   const rows = [];
-  const pick = (...names) => names.map((n) => figures[n]).find((v) => v !== undefined);
-  const fetched = pick('bytes_fetched', 'fetched_bytes', 'bytes-fetched') ?? state.fetched;
-  const total = pick('archive_bytes', 'total_bytes', 'bytes_total');
+  const entry = figures.archive_bytes || state.entryBytes;
+  const fetched = figures.store_bytes ?? state.fetched;
+  if (entry) rows.push(['Entry size', lc.formatBytes(entry)]);
   if (fetched !== undefined && fetched !== null) {
-    rows.push(['Bytes fetched', total ? `${lc.formatBytes(fetched)} of ${lc.formatBytes(total)}` : lc.formatBytes(fetched)]);
+    const share = entry ? ` of ${lc.formatBytes(entry)} (${((100 * fetched) / entry).toFixed(1)}%)` : '';
+    rows.push(['Bytes fetched', `${lc.formatBytes(fetched)}${share}`]);
   }
-  const shown = new Set(['bytes_fetched', 'fetched_bytes', 'archive_bytes', 'total_bytes', 'bytes_total']);
-  for (const [k, v] of Object.entries(figures)) if (!shown.has(k)) rows.push([k.replace(/_/g, ' '), String(v)]);
+  const frames = ['frames_from_store', 'frames_from_chunk_cache', 'frames_from_memory'].map((k) => figures[k]);
+  if (frames.every((v) => v !== undefined)) {
+    rows.push(['Frames', `${frames[0]} from the store, ${frames[1]} chunk cache, ${frames[2]} memory`]);
+  }
+  if (figures.files_opened !== undefined) rows.push(['Files opened', String(figures.files_opened)]);
+  if (figures.read_errors) rows.push(['Read errors', String(figures.read_errors)]);
+  if (figures.uptime_seconds !== undefined) rows.push(['Mounted for', `${figures.uptime_seconds.toFixed(1)} s`]);
   return rows;
 }
 
@@ -68,10 +77,12 @@ async function post() {
     ['Matched key', state.matchedKey || '(miss)'],
     ['Cache hit', exactHit ? 'exact' : state.matchedKey ? 'partial (restore-keys)' : 'miss'],
     ['Restore', state.mode === 'extract' && state.reason ? `extract (FUSE unusable: ${state.reason})` : state.mode],
-    [state.mode === 'mount' ? 'Mount time' : 'Restore time', `${state.mountMs} ms`],
+    [state.mode === 'mount' ? 'Mount time' : 'Restore time', `${state.mountMs} ms`
+      + (state.cliMs !== undefined ? ` (lazycache: ${state.cliMs} ms)` : '')],
   ];
   let saved = '';
   let figures = {};
+  const uploadRows = [];
 
   if (state.mounted.length > 0) {
     const canSaveOnUnmount = cli.hasOption('unmount', 'save');
@@ -106,7 +117,13 @@ async function post() {
     const r = cli.run(saveArgs(cli, state));
     if (r.status === 0) {
       saved = `save (${Date.now() - t} ms)`;
-      if (r.outputs['bytes-uploaded']) rows.push(['Bytes uploaded', lc.formatBytes(Number(r.outputs['bytes-uploaded']))]);
+      const report = lc.jsonLines(r.stdout).pop();
+      if (report && report.saved) {
+        uploadRows.push(['Bytes uploaded', `${lc.formatBytes(report.archive_bytes)} (${report.files} files, `
+          + `${lc.formatBytes(report.file_bytes)}, in ${report.ms} ms)`]);
+      } else if (report) {
+        saved = 'no (the entry exists: entries are immutable)';
+      }
     } else {
       saved = `failed (exit ${r.status}, see log)`;
       core.warning(`Failed to save cache entry with key ${state.key} (exit ${r.status}); the job goes on.`);
@@ -124,9 +141,9 @@ async function post() {
     }
   }
   rows.push(...figureRows(figures, state));
-  rows.push(['Saved', saved]);
+  rows.push(['Saved', saved], ...uploadRows);
   core.appendSummaryTable('lazycache', rows);
-  if (figures.bytes_fetched !== undefined) core.info(`Fetched ${lc.formatBytes(figures.bytes_fetched)} during the job`);
+  if (figures.store_bytes !== undefined) core.info(`Fetched ${lc.formatBytes(figures.store_bytes)} during the job`);
 }
 
 module.exports = { post };

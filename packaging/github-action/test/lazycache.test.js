@@ -10,9 +10,12 @@ const path = require('path');
 const { spawnSync } = require('child_process');
 const lc = require('../src/lazycache');
 
-test('sumJsonFigures adds the numeric fields of one JSON object per line', () => {
-  const text = 'unmounted /a\n{"mount":"/a","bytes_fetched":100,"frames":2}\n{"mount":"/b","bytes_fetched":50,"frames":1}\nnot json {\n';
-  assert.deepStrictEqual(lc.sumJsonFigures(text), { bytes_fetched: 150, frames: 3 });
+// unmount --json's objects as the CLI prints them (docs/cli.md; the e2e tests read the real ones).
+test('sumJsonFigures adds the stats of unmount --json, one daemon once', () => {
+  const text = 'unmounted /a\n{"path":"/a","stats":{"archive_bytes":100,"store_bytes":10,"uptime_seconds":1.5}}\n'
+    + '{"path":"/b","stats":{"archive_bytes":200,"store_bytes":5,"uptime_seconds":2}}\n'
+    + '{"path":"/c","stats":{"archive_bytes":200,"store_bytes":5,"uptime_seconds":2}}\nnot json {\n';
+  assert.deepStrictEqual(lc.sumJsonFigures(text), { archive_bytes: 300, store_bytes: 15, uptime_seconds: 3.5 });
 });
 
 test('formatBytes', () => {

@@ -66,6 +66,7 @@ function job(inputs, { before = () => {}, work = () => {}, jobStatus = 'success'
   work(deps, mountedAfterMain);
   const post = step('post.js', runner.postEnv({ ...all, 'job-status': jobStatus }, base));
   lastJob.post = post;
+  if (process.env.LC_E2E_SHOW) console.log(`--- main log\n${main.log}--- post log\n${post.log}--- summary\n${runner.summary()}`);
   return {
     main, post, outputs, state, deps, mountedAfterMain, mountedAfterPost: lc.fuseMountPoints().has(deps),
     summary: runner.summary(), runner,
@@ -108,6 +109,8 @@ scenario('miss, the job fills the paths, post saves', () => {
   assert.match(j.post.log, /\[command\]\S+ save /);
   assert.match(j.summary, /\| Cache hit \| miss \|/);
   assert.match(j.summary, /\| Saved \| save \(\d+ ms\) \|/);
+  // The figures come from the real CLI's save --json (docs/cli.md).
+  assert.match(j.summary, /\| Bytes uploaded \| [\d.]+ (B|KiB|MiB) \(2 files, 293\.0 KiB, in \d+ ms\) \|/);
   assert.ok(lookup(K1), 'the entry exists after the post step');
 });
 
@@ -121,6 +124,11 @@ scenario('exact hit: mounted in main, unmounted in post, not saved again', () =>
   assert.ok(!j.mountedAfterPost, 'unmounted by the post step');
   assert.match(j.summary, /\| Cache hit \| exact \|/);
   assert.match(j.summary, /\| Restore \| mount \|/);
+  // From the real CLI's mount --json and unmount --json: the entry's size, what the job fetched.
+  assert.match(j.summary, /\| Mount time \| \d+ ms \(lazycache: \d+ ms\) \|/);
+  assert.match(j.summary, /\| Entry size \| [\d.]+ (B|KiB|MiB) \|/);
+  assert.match(j.summary, /\| Bytes fetched \| [1-9][\d.]* (B|KiB|MiB) of [\d.]+ (B|KiB|MiB) \([\d.]+%\) \|/);
+  assert.match(j.summary, /\| Files opened \| [1-9]\d* \|/);
   assert.match(j.summary, /\| Saved \| no \(exact hit\) \|/);
   assert.match(j.post.log, /Cache hit occurred on the primary key/);
 });
@@ -131,6 +139,8 @@ scenario('exact hit with mode: extract restores plain files', () => {
   assert.strictEqual(j.outputs['cache-hit'], 'true');
   assert.strictEqual(j.outputs['restore-mode'], 'extract');
   assert.match(j.summary, /\| Restore \| extract \|/);
+  assert.match(j.summary, /\| Restore time \| \d+ ms \(lazycache: \d+ ms\) \|/);
+  assert.match(j.summary, /\| Bytes fetched \| [1-9][\d.]* (B|KiB|MiB) of [\d.]+ (B|KiB|MiB) \([\d.]+%\) \|/);
 });
 
 scenario('partial hit via restore-keys', () => {
