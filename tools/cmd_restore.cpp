@@ -21,6 +21,7 @@
 #include "tools/json_output.h"
 #include "tools/mount_point_check.h"
 #include "tools/mount_state.h"
+#include "tools/progress.h"
 #include "tools/store_options.h"
 
 namespace lazycache::cli {
@@ -57,7 +58,10 @@ int extract(const ArgParser& args, std::shared_ptr<remote::ObjectStore> store, c
   auto placed = format::place_roots(index, paths);  // the rule mount uses
   if (!placed.ok()) return report_error("restore", placed.error());
   for (const auto& p : *placed) config.targets.push_back(format::ExtractTarget{p.root, p.path});
+  Progress progress("restore", false);  // the engine reports from the calling thread
+  config.progress = [&](const format::ExtractProgress& p) { progress.update(p.files_done, p.files_total, p.bytes_done, p.bytes_total); };
   auto stats = format::extract_archive(**reader, config);
+  progress.finish();
   if (!stats.ok()) return report_error("restore", stats.error().with_context("extracting " + source->describe()));
   // The outputs only now that the files are in place: a failed restore must never tell the
   // workflow cache-hit=true (steps guarded by it would be skipped over an empty directory).

@@ -11,6 +11,7 @@
 #include "remote/upload_sink.h"
 #include "tools/command.h"
 #include "tools/json_output.h"
+#include "tools/progress.h"
 #include "tools/store_options.h"
 
 namespace lazycache::cli {
@@ -71,6 +72,10 @@ int run_save(ArgParser& args) {
   pack.threads = static_cast<int>(*threads);
   pack.xattrs = args.has("xattrs") ? format::XattrSet::kStored : format::XattrSet::kNone;
   pack.tool_version = std::string("lazycache ") + LC_VERSION;
+  Progress progress("save", false);
+  pack.progress = [&](const format::PackProgress& p) {
+    progress.update(p.files_done, p.files_total, p.bytes_in, p.bytes_in_total, "uploaded " + human_bytes(p.bytes_out));
+  };
 
   remote::PutOptions put;
   put.create_only = true;
@@ -79,6 +84,7 @@ int run_save(ArgParser& args) {
   auto start = std::chrono::steady_clock::now();
   remote::UploadSink sink(*store, *object_key, put);
   auto stats = format::write_archive(roots, sink, pack);
+  progress.finish();
   if (!stats.ok()) {
     if (stats.error().code() == ErrorCode::kAlreadyExists) return skipped(key, where, json);
     return report_error("save", stats.error().with_context("saving key " + key + " to " + where));

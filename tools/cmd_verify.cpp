@@ -21,7 +21,7 @@ int run_verify(ArgParser& args) {
   const auto& idx = in->reader->index();
   Progress progress("verify", args.has("quiet"));
   auto n = static_cast<uint64_t>(idx.frames().size());
-  auto stats = format::verify_archive(*in->reader, [&](uint32_t done) { progress.update(0, idx.totals().file_count, done, n, "frames"); });
+  auto stats = format::verify_archive(*in->reader, [&](uint32_t done) { progress.update(0, 0, 0, 0, "frame " + std::to_string(done) + "/" + std::to_string(n)); });
   progress.finish();
   if (!stats.ok()) return report_error("verify", stats.error());
   if (!args.has("quiet"))

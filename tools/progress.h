@@ -1,7 +1,11 @@
 // SPDX-License-Identifier: MIT
-// File: tools/progress.h -- a one-line progress display for long commands. Draws only when
-// stderr is a terminal (and not with --quiet), at most 10 times a second; CI logs stay clean.
-// Single-threaded: call from one thread.
+// File: tools/progress.h -- progress of long commands (pack, save, extract, restore --extract,
+// unmount --save, verify), one reporter for all of them. On a terminal: a bar redrawn in place
+// at most 10 times a second. Elsewhere (a CI log): one line every few seconds, like
+// actions/cache's "Received X of Y":
+//   lazycache save: 48.0 MiB of 120.0 MiB (40%), 12.3 MiB/s, ETA 6 s; files 1200/3000; out 20.1 MiB
+// The interval is 5 s, or $LAZYCACHE_PROGRESS_INTERVAL seconds (tests use 0.2; 0 turns the lines
+// off). --quiet turns both off. Single-threaded: call from one thread.
 #pragma once
 
 #include <chrono>
@@ -17,17 +21,24 @@ class Progress {
   Progress(const Progress&) = delete;
   Progress& operator=(const Progress&) = delete;
 
-  // "LABEL  files 12/340  bytes 3.1 MiB/20.0 MiB  (extra)"
   void update(uint64_t files_done, uint64_t files_total, uint64_t bytes_done, uint64_t bytes_total, const std::string& extra = "");
-  void finish();  // clears the line
-  bool enabled() const { return enabled_; }
+  void finish();  // clears the bar (a log keeps its lines)
+  bool enabled() const { return mode_ != Mode::kOff; }
 
  private:
+  enum class Mode { kOff, kBar, kLines };
   std::string label_;
-  bool enabled_;
+  Mode mode_;
+  std::chrono::steady_clock::duration interval_;  // between log lines
   bool drawn_ = false;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
   std::chrono::steady_clock::time_point last_{};
 };
+
+// One progress line (pure, for tests): "LABEL: 48.0 MiB of 120.0 MiB (40%), 12.3 MiB/s, ETA 6 s;
+// files 1200/3000; EXTRA". Without a total: "LABEL: 48.0 MiB, 12.3 MiB/s; ...".
+std::string progress_line(const std::string& label, uint64_t files_done, uint64_t files_total, uint64_t bytes_done,
+                          uint64_t bytes_total, double elapsed_seconds, const std::string& extra);
 
 // "1.5 MiB", "312 B".
 std::string human_bytes(uint64_t bytes);

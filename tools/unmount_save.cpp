@@ -19,6 +19,7 @@
 #include "tools/incremental_save.h"
 #include "tools/mount_holders.h"
 #include "tools/mount_state.h"
+#include "tools/progress.h"
 #include "tools/save_record.h"
 #include "tools/store_options.h"
 
@@ -89,6 +90,10 @@ Status save_group(const Group& g, SaveOutcome* out) {
   std::vector<format::PackRoot> roots;
   format::PackConfig pack;
   pack.tool_version = std::string("lazycache ") + LC_VERSION;
+  Progress progress("unmount --save", false);  // lines every few seconds in a CI log (tools/progress.h)
+  pack.progress = [&progress](const format::PackProgress& p) {
+    progress.update(p.files_done, p.files_total, p.bytes_in, p.bytes_in_total, "uploaded " + human_bytes(p.bytes_out));
+  };
   for (const SaveRecord& r : g.records) {
     pack.xattrs = std::max(pack.xattrs, r.xattrs);  // the entry was packed with one choice for all paths
     roots.push_back(format::PackRoot{r.path});
