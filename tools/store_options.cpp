@@ -78,12 +78,6 @@ void print_retry(const std::string& line) {
   std::fwrite(text.data(), 1, text.size(), stderr);
 }
 
-std::string store_url_from(const ArgParser& args) {
-  if (auto s = args.get_opt("store"); s && !s->empty()) return *s;
-  if (const char* env = std::getenv("LAZYCACHE_STORE"); env && *env) return env;
-  return default_store_dir();
-}
-
 Result<std::shared_ptr<remote::ObjectStore>> open_s3_store(const remote::StoreUrl& url, const ArgParser& args,
                                                            const remote::TransferConfig& transfer) {
   remote::S3Config config;
@@ -125,9 +119,16 @@ Result<std::shared_ptr<remote::ObjectStore>> open_concrete_store(const remote::S
 
 }  // namespace
 
-Result<std::shared_ptr<remote::ObjectStore>> open_store(const ArgParser& args) {
+std::string store_url_from(const ArgParser& args) {
+  if (auto s = args.get_opt("store"); s && !s->empty()) return *s;
+  if (const char* env = std::getenv("LAZYCACHE_STORE"); env && *env) return env;
+  return default_store_dir();
+}
+
+Result<std::shared_ptr<remote::ObjectStore>> open_store(const ArgParser& args, int max_attempts) {
   LC_ASSIGN_OR_RETURN(auto url, remote::parse_store_url(store_url_from(args)));
   LC_ASSIGN_OR_RETURN(auto transfer, transfer_config_from(args));
+  if (max_attempts > 0) transfer.max_attempts = max_attempts;
   LC_ASSIGN_OR_RETURN(auto store, open_concrete_store(url, args, transfer));
   remote::RetryConfig retry;
   retry.max_attempts = transfer.max_attempts;

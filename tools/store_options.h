@@ -38,7 +38,10 @@ std::string default_store_dir();
 // The store the options name, wrapped in RetryingObjectStore. Reads AWS_* variables and
 // ~/.aws files for s3://. Errors: kInvalidArgument (bad URL/options), kIo (local directory),
 // kPermissionDenied (no credentials for s3://).
-Result<std::shared_ptr<remote::ObjectStore>> open_store(const ArgParser& args);
+// `max_attempts` > 0 overrides --retries (doctor: a quick answer rather than minutes of backoff).
+Result<std::shared_ptr<remote::ObjectStore>> open_store(const ArgParser& args, int max_attempts = 0);
+// The store URL the options name: --store, else $LAZYCACHE_STORE, else default_store_dir().
+std::string store_url_from(const ArgParser& args);
 // --concurrency / --part-size / --memory-budget as a TransferConfig (kInvalidArgument if bad).
 Result<remote::TransferConfig> transfer_config_from(const ArgParser& args);
 

@@ -3,6 +3,8 @@
 # A store endpoint that misbehaves on purpose, for the signal and retry tests:
 #   stuck_store.py silent PORTFILE   accepts connections and never answers (nor closes them)
 #   stuck_store.py busy PORTFILE     answers every request at once with 503 SlowDown
+#   stuck_store.py nobucket PORTFILE answers 404 NoSuchBucket
+#   stuck_store.py denied PORTFILE   answers 403 SignatureDoesNotMatch
 # Listens on 127.0.0.1 on a free port and writes the port to PORTFILE. Runs until killed.
 import socket
 import sys
@@ -20,8 +22,16 @@ os.rename(port_file + ".tmp", port_file)
 held = []
 
 
-def busy(conn):
-    body = b"<Error><Code>SlowDown</Code><Message>busy</Message></Error>"
+REPLIES = {
+    "busy": (b"503 Slow Down", b"SlowDown"),
+    "nobucket": (b"404 Not Found", b"NoSuchBucket"),
+    "denied": (b"403 Forbidden", b"SignatureDoesNotMatch"),
+}
+
+
+def answer(conn):
+    status, code = REPLIES[mode]
+    body = b"<Error><Code>" + code + b"</Code><Message>from stuck_store.py</Message></Error>"
     try:
         while True:
             data = b""
@@ -30,7 +40,7 @@ def busy(conn):
                 if not chunk:
                     return
                 data += chunk
-            conn.sendall(b"HTTP/1.1 503 Slow Down\r\nContent-Type: application/xml\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+            conn.sendall(b"HTTP/1.1 %s\r\nContent-Type: application/xml\r\nContent-Length: %d\r\n\r\n%s" % (status, len(body), body))
     except OSError:
         pass
 
@@ -40,4 +50,4 @@ while True:
     if mode == "silent":
         held.append(conn)  # never read, never answered, never closed
     else:
-        threading.Thread(target=busy, args=(conn,), daemon=True).start()
+        threading.Thread(target=answer, args=(conn,), daemon=True).start()

@@ -41,7 +41,9 @@ async function ensureCli(inputs) {
 function plan(cli, inputs) {
   let fuseReason = '';
   if (inputs.mode !== 'extract' && cli.has('doctor')) {
-    const d = cli.run(['doctor', '--json'], { echo: false });
+    // Only FUSE here: the restore that follows reports a store problem itself.
+    const quick = cli.hasOption('doctor', 'no-store-check') ? ['--no-store-check'] : [];
+    const d = cli.run(['doctor', '--json', ...quick], { echo: false });
     try {
       const j = JSON.parse(d.stdout.trim().split('\n').pop());
       if (!j.fuse_usable) fuseReason = j.fuse_reason || 'FUSE is not usable';
