@@ -3,6 +3,8 @@
 
 #include <curl/curl.h>
 
+#include <strings.h>
+
 #include <algorithm>
 #include <cctype>
 #include <csignal>
@@ -159,7 +161,11 @@ Result<HttpResponse> HttpClient::perform(const HttpRequest& request, const std::
     curl_easy_setopt(curl, CURLOPT_POST, 1L);
     curl_easy_setopt(curl, CURLOPT_POSTFIELDS, request.body.empty() ? "" : reinterpret_cast<const char*>(request.body.data()));
     curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(request.body.size()));
-    headers = curl_slist_append(headers, "Content-Type: application/xml");
+    // The XML bodies (CompleteMultipartUpload, DeleteObjects) default to application/xml; a
+    // request that names its own type (CreateMultipartUpload: the object's type) keeps it.
+    const bool typed = std::any_of(request.headers.begin(), request.headers.end(),
+                                   [](const auto& h) { return strcasecmp(h.first.c_str(), "content-type") == 0; });
+    if (!typed) headers = curl_slist_append(headers, "Content-Type: application/xml");
   } else if (request.method != "GET") {
     curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, request.method.c_str());
   }
@@ -174,6 +180,7 @@ Result<HttpResponse> HttpClient::perform(const HttpRequest& request, const std::
   curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &response.status);
   curl_slist_free_all(headers);
   release(curl);
+  if (t.overflow && request.overflow_ok) return response;
   if (t.overflow)
     return Status(ErrorCode::kCorrupt, what + ": the server sent more bytes than requested (HTTP " +
                                            std::to_string(response.status) + ")");

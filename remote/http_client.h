@@ -32,6 +32,10 @@ struct HttpRequest {
   HeaderList headers;
   std::span<const std::byte> body;    // sent with PUT and POST (Content-Length set)
   std::span<std::byte> sink;          // if non-empty, a 2xx body goes here (must fit)
+  // A 2xx body larger than `sink` ends the transfer there and the response (status, headers, the
+  // bytes that fit) is returned, instead of kCorrupt: for callers that want the headers of a
+  // server that ignored their Range (a 200 carries the whole size in Content-Length).
+  bool overflow_ok = false;
   size_t max_body_bytes = 32 << 20;   // cap on a body collected into HttpResponse::body
 };
 

@@ -11,6 +11,9 @@
 #include "remote/sigv4.h"
 
 namespace lazycache::remote {
+
+// Every entry is a zstd stream (seekable zstd around a tar): the same type on every upload path.
+constexpr const char* kArchiveContentType = "application/zstd";
 namespace {
 
 using Query = std::vector<std::pair<std::string, std::string>>;
@@ -171,6 +174,7 @@ Result<ObjectInfo> S3ObjectStore::put_single(std::string_view key, std::span<con
     Status s = part_retry_.run(w, [&]() -> Status {
       HttpRequest req;
       req.body = body;
+      req.headers.emplace_back("content-type", kArchiveContentType);
       if (conditional) req.headers.emplace_back("If-None-Match", "*");
       auto sent = send("PUT", full_key(key), {}, req, w);
       if (!sent.ok()) return sent.error();
@@ -257,6 +261,7 @@ Result<ObjectInfo> S3ObjectStore::put_multipart(std::string_view key, Part first
     HttpResponse r;
     Status s = part_retry_.run(w, [&]() -> Status {
       HttpRequest req;
+      req.headers.emplace_back("content-type", kArchiveContentType);  // the object's type, not the POST's XML
       LC_ASSIGN_OR_RETURN(r, send("POST", fkey, {{"uploads", ""}}, req, w));
       if (r.status != 200) return status_from_http(r, w);
       return Status();
