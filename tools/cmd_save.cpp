@@ -17,12 +17,6 @@
 namespace lazycache::cli {
 namespace {
 
-std::string mib(uint64_t bytes) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(bytes) / (1 << 20));
-  return buf;
-}
-
 int skipped(const std::string& key, const std::string& where, bool json) {
   (json ? std::cerr : std::cout) << "cache entry for key " << key << " already exists in " << where
                                  << "; not saving (entries are immutable)\n";
@@ -32,12 +26,14 @@ int skipped(const std::string& key, const std::string& where, bool json) {
 
 int run_save(ArgParser& args) {
   add_store_options(args);
-  add_key_options(args);
+  add_key_options(args, /*with_restore_keys=*/false);
   args.option("level", "N", "zstd level", "3");
   args.option("frame-size", "SIZE", "target uncompressed frame size", "4M");
   args.option("threads", "N", "compression threads (0: one per CPU)", "0");
   args.flag("xattrs", "store extended attributes");
   args.flag("json", "print one JSON object (docs/cli.md) instead of the summary line");
+  args.flag("quiet", "no progress and no summary (errors still go to stderr)");
+  args.alias("-q", "quiet");
   int code = 0;
   if (!args.parse(code)) return code;
   const bool json = args.has("json");
@@ -72,7 +68,8 @@ int run_save(ArgParser& args) {
   pack.threads = static_cast<int>(*threads);
   pack.xattrs = args.has("xattrs") ? format::XattrSet::kStored : format::XattrSet::kNone;
   pack.tool_version = std::string("lazycache ") + LC_VERSION;
-  Progress progress("save", false);
+  const bool quiet = args.has("quiet");
+  Progress progress("save", quiet);
   pack.progress = [&](const format::PackProgress& p) {
     progress.update(p.files_done, p.files_total, p.bytes_in, p.bytes_in_total, "uploaded " + human_bytes(p.bytes_out));
   };
@@ -98,10 +95,11 @@ int run_save(ArgParser& args) {
               << "\n";
     return kExitOk;
   }
-  std::cout << "saved key " << key << " to " << where << "/" << *object_key << ": " << stats->files << " files, "
-            << mib(stats->file_bytes) << " -> " << mib(stats->archive_bytes) << " in " << stats->frames << " frames, "
+  if (quiet) return kExitOk;
+  std::cout << "saved key " << key << " to " << where << "/" << *object_key << ": " << stats->files << (stats->files == 1 ? " file, " : " files, ")
+            << human_bytes(stats->file_bytes) << " -> " << human_bytes(stats->archive_bytes) << " in " << stats->frames << " frames, "
             << static_cast<int>(seconds * 1000) << " ms";
-  if (seconds > 0) std::cout << " (" << mib(static_cast<uint64_t>(static_cast<double>(stats->archive_bytes) / seconds)) << "/s)";
+  if (seconds > 0) std::cout << " (" << human_bytes(static_cast<uint64_t>(static_cast<double>(stats->archive_bytes) / seconds)) << "/s)";
   if (auto t = (*store)->transfer_stats(); t.requests > 0)
     std::cout << "; " << t.requests << " requests, up to " << t.max_in_flight << " at once, " << t.retries << " retries";
   std::cout << "\n";

@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: MIT
 // The `lazycache` executable: dispatch to a registered command; the one top-level catch-all.
+#include <unistd.h>
+
 #include <iostream>
 #include <new>
 
 #include "tools/argv_redaction.h"
 #include "tools/command.h"
 #include "tools/config_file.h"
+#include "tools/env_check.h"
 #include "tools/interrupt.h"
 #include "tools/standard_streams.h"
 
@@ -36,6 +39,7 @@ int main(int argc, char** argv) {
   if (lazycache::Status s = lazycache::cli::apply_default_config(); !s.ok()) {
     return lazycache::cli::report_error(command, s);
   }
+  lazycache::cli::warn_unknown_environment(environ);  // after the config file: its names too
   auto it = command_registry().find(command);
   if (it == command_registry().end()) {
     std::cerr << "lazycache: unknown command '" << command << "' (see lazycache --help)\n";

@@ -33,9 +33,10 @@ void add_store_options(ArgParser& args) {
   args.option("retries", "N", "attempts per request on transient errors (5xx, 429, resets, stalls)", "5");
 }
 
-void add_key_options(ArgParser& args) {
+void add_key_options(ArgParser& args, bool with_restore_keys) {
   args.option("key", "KEY", "the primary cache key");
-  args.multi("restore-keys", "PREFIX", "ordered key prefixes tried when --key misses (newline-separated lists too)");
+  if (with_restore_keys)
+    args.multi("restore-keys", "PREFIX", "ordered key prefixes tried when --key misses (newline-separated lists too)");
   args.option("scope", "SCOPE", "namespace for entries, e.g. repository and branch", "");
 }
 

@@ -29,8 +29,8 @@ namespace lazycache::cli {
 // --memory-budget SIZE, --retries N.
 void add_store_options(ArgParser& args);
 // --key K, --restore-keys PREFIX (repeatable; newline-separated lists are split, as actions/cache
-// passes them), --scope S.
-void add_key_options(ArgParser& args);
+// passes them), --scope S. `save` has no use for --restore-keys: `with_restore_keys` false.
+void add_key_options(ArgParser& args, bool with_restore_keys = true);
 
 // ~/.cache/lazycache/store, or /var/cache/lazycache/store as root ($XDG_CACHE_HOME honoured).
 std::string default_store_dir();
