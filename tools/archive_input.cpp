@@ -9,7 +9,7 @@ namespace lazycache::cli {
 void add_archive_input_options(ArgParser& args) {
   // --key K (with --store URL, --restore-keys ...) reads a store entry instead of a local file;
   // only the frames the command needs are fetched.
-  add_store_options(args);
+  add_store_options(args, StoreUse::kRead);
   add_key_options(args);
 }
 

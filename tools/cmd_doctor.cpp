@@ -21,7 +21,7 @@ int run_doctor(ArgParser& args) {
   args.flag("no-trial-mount", "skip the trial mount that proves the mount permission");
   args.flag("json", "print one JSON object instead of text");
   args.flag("no-store-check", "do not check the store (by default one listing request)");
-  add_store_options(args);
+  add_store_options(args, StoreUse::kRead);
   int code = 0;
   if (!args.parse(code)) return code;
   if (!args.positionals().empty()) {

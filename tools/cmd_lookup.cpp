@@ -12,7 +12,7 @@ namespace lazycache::cli {
 namespace {
 
 int run_lookup(ArgParser& args) {
-  add_store_options(args);
+  add_store_options(args, StoreUse::kRead);
   add_key_options(args);
   args.flag("fail-on-cache-miss", "exit 3 when no entry matches");
   int code = 0;

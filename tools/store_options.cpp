@@ -19,17 +19,20 @@
 
 namespace lazycache::cli {
 
-void add_store_options(ArgParser& args) {
+void add_store_options(ArgParser& args, StoreUse use) {
   args.option("store", "URL", "store: DIR, file:///DIR, s3://BUCKET/PREFIX or http(s)://BASE (default: $LAZYCACHE_STORE, else " +
                                   default_store_dir() + ")");
   args.option("endpoint", "URL", "S3 endpoint, e.g. http://127.0.0.1:9000 (default: $AWS_ENDPOINT_URL, else AWS)");
   args.option("region", "REGION", "S3 region (default: $AWS_REGION, the profile's region, else us-east-1)");
   args.flag("path-style", "S3 path-style addressing (default with --endpoint)");
   args.flag("virtual-hosted", "S3 virtual-hosted addressing (default on AWS)");
-  args.flag("sign-payload", "sign upload bodies with their SHA-256 instead of UNSIGNED-PAYLOAD");
-  args.option("concurrency", "N|auto", "simultaneous requests per transfer", "auto");
-  args.option("part-size", "SIZE|auto", "multipart part size (5M..5G)", "auto");
-  args.option("memory-budget", "SIZE", "upload memory budget: (concurrency + 1) x part size fits in it", "256M");
+  if (use == StoreUse::kWrite) {
+    args.flag("sign-payload", "sign upload bodies with their SHA-256 instead of UNSIGNED-PAYLOAD");
+    args.option("concurrency", "N|auto", "simultaneous requests per transfer", "auto");
+    args.option("part-size", "SIZE|auto", "multipart part size (5M..5G)", "auto");
+    args.option("memory-budget", "SIZE",
+                "memory budget: an upload keeps (concurrency + 1) x part size in it; a mount its frames and fetches", "256M");
+  }
   args.option("retries", "N", "attempts per request on transient errors (5xx, 429, resets, stalls)", "5");
 }
 

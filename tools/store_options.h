@@ -27,7 +27,11 @@ namespace lazycache::cli {
 // --store URL (else $LAZYCACHE_STORE, else default_store_dir()), --endpoint, --region,
 // --path-style / --virtual-hosted, --sign-payload, --concurrency N|auto, --part-size SIZE|auto,
 // --memory-budget SIZE, --retries N.
-void add_store_options(ArgParser& args);
+// kRead (lookup, doctor, ls/cat/info/verify/extract --key) leaves out the upload options
+// (--sign-payload, --concurrency, --part-size, --memory-budget): they would do nothing there.
+// mount and restore take them (a writable mount records them for `unmount --save`).
+enum class StoreUse { kRead, kWrite };
+void add_store_options(ArgParser& args, StoreUse use = StoreUse::kWrite);
 // --key K, --restore-keys PREFIX (repeatable; newline-separated lists are split, as actions/cache
 // passes them), --scope S. `save` has no use for --restore-keys: `with_restore_keys` false.
 void add_key_options(ArgParser& args, bool with_restore_keys = true);

@@ -16,6 +16,10 @@ grep -q ': 1 file, 6 B -> [0-9.]* \(B\|KiB\) in ' "$W/out" || fail "save summary
 "$LC" save -q --key k2 "$W/src/d" > "$W/out" 2> "$W/err" || fail "save -q: $(cat "$W/err")"
 [ ! -s "$W/out" ] || fail "save -q printed: $(cat "$W/out")"
 ! "$LC" save --help | grep -q -- '--restore-keys' || fail "save --help lists --restore-keys"
+for c in lookup doctor ls; do  # read-only: no upload options in their help
+  ! "$LC" $c --help | grep -Eq -- '--(part-size|sign-payload|concurrency)' || fail "$c --help lists upload options"
+done
+"$LC" save --help | grep -q -- '--part-size' || fail "save --help lacks --part-size"
 
 LAZYCACHE_STOER=s3://typo "$LC" lookup --key k1 > /dev/null 2> "$W/err"
 grep -q 'warning: unknown environment variable LAZYCACHE_STOER' "$W/err" || fail "no warning for LAZYCACHE_STOER: $(cat "$W/err")"
