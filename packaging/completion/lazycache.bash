@@ -17,6 +17,14 @@ _lazycache_options() {
            sub(/^-[a-zA-Z], /, "", line); print line }'
 }
 
+# The literal actions of command $2 from its usage line ("stats|gc|clear" for cache), one a
+# line: an a|b|c word of lowercase names that is not the value of an option.
+_lazycache_actions() {
+  LAZYCACHE_CONFIG= "${1:-lazycache}" "$2" --help 2>/dev/null |
+    awk 'NR == 1 && /^usage:/ { for (i = 2; i <= NF; i++) if ($i ~ /^[a-z]+(\|[a-z]+)+$/ && $(i-1) !~ /^\[?-/) {
+           n = split($i, a, "|"); for (j = 1; j <= n; j++) print a[j] } }'
+}
+
 _lazycache() {
   local cur=${COMP_WORDS[COMP_CWORD]} prev=""
   local bin=${COMP_WORDS[0]}
@@ -44,6 +52,18 @@ _lazycache() {
   if [[ $cur == -* ]]; then
     mapfile -t COMPREPLY < <(compgen -W "$(printf '%s\n' "$specs" | awk '{ print $1 }')" -- "$cur")
     return 0
+  fi
+  # A command with actions (cache stats|gc|clear): offer them until one is given.
+  local actions word
+  actions=$(_lazycache_actions "$bin" "$cmd")
+  if [ -n "$actions" ]; then
+    for word in "${COMP_WORDS[@]:2:COMP_CWORD-2}"; do
+      grep -qxF -- "$word" <<<"$actions" && actions=""
+    done
+    if [ -n "$actions" ]; then
+      mapfile -t COMPREPLY < <(compgen -W "$actions" -- "$cur")
+      return 0
+    fi
   fi
   mapfile -t COMPREPLY < <(compgen -f -- "$cur")
   return 0

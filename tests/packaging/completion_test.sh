@@ -26,6 +26,9 @@ expect "lazycache doctor --no" "--no-store-check --no-trial-mount"
 expect "lazycache restore --mode " "auto extract mount"
 expect "lazycache restore --mode ex" "extract"
 expect "lazycache --ver" "--version"
+expect "lazycache cache " "clear gc stats"
+expect "lazycache cache g" "gc"
+expect "lazycache cache --json " "clear gc stats"
 mkdir -p /tmp/lc-compl-$$/dir.d && touch /tmp/lc-compl-$$/file.x
 expect "lazycache doctor --device /tmp/lc-compl-$$/fi" "/tmp/lc-compl-$$/file.x"
 rm -rf /tmp/lc-compl-$$
