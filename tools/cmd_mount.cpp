@@ -103,6 +103,9 @@ int run_mount(ArgParser& args) {
     return kExitUsage;
   }
   const std::string prefetch = args.get("prefetch");
+  if (args.has("allow-other")) {
+    if (Status s = check_allow_other(geteuid() == 0); !s.ok()) return report_error("mount", s);
+  }
 
   for (const auto& p : paths) {
     if (clean_stale(p)) std::cerr << "lazycache mount: cleaned up a stale mount at " << p << " (its daemon was gone)\n";

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <fstream>
 #include <sstream>
 
 namespace lazycache::cli {
@@ -158,6 +159,21 @@ FuseProbeResult probe_fuse(const FuseProbeOptions& options) {
   r.method = "fusermount3 at " + fusermount;
   r.usable = true;
   return r;
+}
+
+Status check_allow_other(bool as_root, const std::string& fuse_conf) {
+  if (as_root) return Status();
+  std::ifstream in(fuse_conf);
+  std::string line;
+  while (std::getline(in, line)) {
+    const size_t start = line.find_first_not_of(" \t");
+    if (start == std::string::npos || line[start] == '#') continue;
+    const size_t end = line.find_last_not_of(" \t\r");
+    if (line.substr(start, end - start + 1) == "user_allow_other") return Status();
+  }
+  return Status(ErrorCode::kPermissionDenied,
+                "--allow-other needs 'user_allow_other' in " + fuse_conf +
+                    " when not running as root (add that line as root, or mount without --allow-other: then only you can read it)");
 }
 
 }  // namespace lazycache::cli

@@ -18,6 +18,8 @@
 
 #include <string>
 
+#include "common/status.h"
+
 namespace lazycache::cli {
 
 struct FuseProbeOptions {
@@ -42,6 +44,11 @@ struct FuseProbeResult {
 // Runs the checks above. Never throws, never leaves a mount or a temp directory behind; safe to
 // call from any thread (it touches no shared state beyond the temp directory it creates).
 FuseProbeResult probe_fuse(const FuseProbeOptions& options = {});
+
+// Whether a user other than root may mount with allow_other (`mount --allow-other`): fusermount3
+// allows it only when `fuse_conf` has an uncommented `user_allow_other` line. OK as root. Else
+// kPermissionDenied saying so and how to fix it (libfuse's own failure reads like a missing device).
+Status check_allow_other(bool as_root, const std::string& fuse_conf = "/etc/fuse.conf");
 
 // Full path of `name` in the colon-separated `search_path`, or "" when absent or not executable.
 std::string find_in_path(const std::string& name, const std::string& search_path);

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -13,6 +14,9 @@
 
 #include "tools/fuse_probe.h"
 
+using lazycache::ErrorCode;
+using lazycache::Status;
+using lazycache::cli::check_allow_other;
 using lazycache::cli::find_in_path;
 using lazycache::cli::FuseProbeOptions;
 using lazycache::cli::probe_fuse;
@@ -102,4 +106,21 @@ TEST_CASE("on a root machine with /dev/fuse the trial mount succeeds and leaves 
   FuseProbeOptions no_trial;
   no_trial.trial_mount = false;
   CHECK(probe_fuse(no_trial).usable);
+}
+
+TEST_CASE("--allow-other without root needs user_allow_other in fuse.conf, and says so", "[unit]") {
+  char tmpl[] = "/tmp/lc-fuseconf-XXXXXX";
+  REQUIRE(::mkdtemp(tmpl) != nullptr);
+  const std::string conf = std::string(tmpl) + "/fuse.conf";
+  CHECK(check_allow_other(/*as_root=*/true, conf).ok());  // root: no file needed
+  Status missing = check_allow_other(false, conf);
+  CHECK(missing.code() == ErrorCode::kPermissionDenied);
+  CHECK(missing.message().find("user_allow_other") != std::string::npos);
+  CHECK(missing.message().find(conf) != std::string::npos);
+  std::ofstream(conf) << "# user_allow_other\nmount_max = 1000\n";
+  CHECK(!check_allow_other(false, conf).ok());  // commented out
+  std::ofstream(conf) << "mount_max = 1000\n  user_allow_other  \n";
+  CHECK(check_allow_other(false, conf).ok());
+  std::remove(conf.c_str());
+  ::rmdir(tmpl);
 }
