@@ -25,9 +25,12 @@ if [ "$KIND" = s3 ]; then
   [ -f "$ENVF" ] || fail "no env file $ENVF (start the server with tests/servers/*.sh)"
   set -a; . "$ENVF"; set +a
   export AWS_ACCESS_KEY_ID=$S3_ACCESS_KEY AWS_SECRET_ACCESS_KEY=$S3_SECRET_KEY AWS_REGION=$S3_REGION
-  STORE=(--store "s3://lazycache/cli/$RUN" --endpoint "$S3_ENDPOINT" --part-size 5M --concurrency 3)
+  STORE=(--store "s3://lazycache/cli/$RUN" --endpoint "$S3_ENDPOINT")
+  # Transfer options: only the commands that move whole archives take them (save, restore, mount).
+  XFER=(--part-size 5M --concurrency 3)
 else
   STORE=(--store "$W/store")
+  XFER=()
 fi
 lc() { "$LC" "$@"; }
 
@@ -46,9 +49,9 @@ snapshot() {  # content + type + mode of every entry, relative
   (cd "$1" && find . -printf '%y %m %p %l\n' | sort && find . -type f -print0 | sort -z | xargs -0 sha256sum)
 }
 
-lc save "${STORE[@]}" --key "deps-$RUN-a" "$T" > "$W/save.out" || fail "save"
+lc save "${STORE[@]}" "${XFER[@]}" --key "deps-$RUN-a" "$T" > "$W/save.out" || fail "save"
 grep -q "saved key deps-$RUN-a" "$W/save.out" || fail "save printed: $(cat "$W/save.out")"
-out=$(lc save "${STORE[@]}" --key "deps-$RUN-a" "$T") || fail "second save exited non-zero"
+out=$(lc save "${STORE[@]}" "${XFER[@]}" --key "deps-$RUN-a" "$T") || fail "second save exited non-zero"
 [[ $out == *"already exists"* ]] || fail "second save not skipped: $out"
 
 # ls / cat / verify read a store entry without downloading it all
@@ -57,15 +60,15 @@ lc ls "${STORE[@]}" --key "deps-$RUN-a" | grep -q "sub/deeper/one" || fail "ls -
 lc verify "${STORE[@]}" --key "deps-$RUN-a" >/dev/null || fail "verify --key"
 
 rm -rf "$T"
-GITHUB_OUTPUT=$W/gh-output lc restore --extract "${STORE[@]}" --key "deps-$RUN-a" "$T" > "$W/restore.out" || fail "restore"
+GITHUB_OUTPUT=$W/gh-output lc restore --extract "${STORE[@]}" "${XFER[@]}" --key "deps-$RUN-a" "$T" > "$W/restore.out" || fail "restore"
 [ "$(snapshot "$T")" = "$(snapshot "$W/expected")" ] || { diff <(snapshot "$T") <(snapshot "$W/expected") | head; fail "restored tree differs"; }
 grep -qx "cache-hit=true" "$W/gh-output" || fail "GITHUB_OUTPUT: $(cat "$W/gh-output")"
 grep -qx "cache-matched-key=deps-$RUN-a" "$W/gh-output" || fail "matched key missing"
 
 # restore-keys: two more entries under deps-$RUN-, the newest must win for that prefix.
-echo second > "$T/marker"; lc save "${STORE[@]}" --key "deps-$RUN-b" "$T" >/dev/null || fail "save b"
+echo second > "$T/marker"; lc save "${STORE[@]}" "${XFER[@]}" --key "deps-$RUN-b" "$T" >/dev/null || fail "save b"
 sleep 1.1  # Last-Modified has one-second resolution
-echo third > "$T/marker"; lc save "${STORE[@]}" --key "deps-$RUN-c" "$T" >/dev/null || fail "save c"
+echo third > "$T/marker"; lc save "${STORE[@]}" "${XFER[@]}" --key "deps-$RUN-c" "$T" >/dev/null || fail "save c"
 if [ "$KIND" = local ]; then  # make ages unambiguous on the local store
   touch -d "3 hours ago" "$W/store/deps-$RUN-a.tar.zst"; touch -d "2 hours ago" "$W/store/deps-$RUN-b.tar.zst"
   touch -d "1 hour ago" "$W/store/deps-$RUN-c.tar.zst"
@@ -80,7 +83,7 @@ out=$(lc lookup "${STORE[@]}" --key "x-$RUN" --restore-keys "deps-$RUN-a" --rest
 out=$(lc lookup "${STORE[@]}" --key "x-$RUN" --restore-keys "$(printf 'nomatch-\ndeps-%s-\n' "$RUN")" 2>/dev/null)
 [[ $out == *"cache-matched-key=deps-$RUN-c"* ]] || fail "newline list: $out"
 rm -rf "$T"
-lc restore --extract "${STORE[@]}" --key "x-$RUN" --restore-keys "deps-$RUN-" "$T" >/dev/null || fail "restore via prefix"
+lc restore --extract "${STORE[@]}" "${XFER[@]}" --key "x-$RUN" --restore-keys "deps-$RUN-" "$T" >/dev/null || fail "restore via prefix"
 [ "$(cat "$T/marker")" = third ] || fail "restore via prefix got the wrong entry"
 
 # scope: the same key in another scope is another entry
@@ -88,8 +91,8 @@ out=$(lc lookup "${STORE[@]}" --scope "other/branch" --key "deps-$RUN-a" 2>/dev/
 [[ $out == *"cache-hit=false"* ]] || fail "scope leak: $out"
 
 # misses
-lc restore --extract "${STORE[@]}" --key "none-$RUN" "$T" >/dev/null || fail "a miss must exit 0"
-set +e; lc restore --extract "${STORE[@]}" --key "none-$RUN" --fail-on-cache-miss "$T" >/dev/null 2>&1; rc=$?; set -e
+lc restore --extract "${STORE[@]}" "${XFER[@]}" --key "none-$RUN" "$T" >/dev/null || fail "a miss must exit 0"
+set +e; lc restore --extract "${STORE[@]}" "${XFER[@]}" --key "none-$RUN" --fail-on-cache-miss "$T" >/dev/null 2>&1; rc=$?; set -e
 [ $rc = 3 ] || fail "--fail-on-cache-miss exit $rc"
 
 # stock tools: the entry decodes with zstd -d | tar -x
@@ -121,7 +124,7 @@ if [ "$KIND" = s3 ]; then
     --netrc-file "$W/netrc" -T "$W/rclone.tar.zst" "$S3_ENDPOINT/lazycache/cli/$RUN/uploaded-$RUN.tar.zst" ||
     fail "curl upload"
   rm -rf "$T"
-  lc restore --extract "${STORE[@]}" --key "uploaded-$RUN" "$T" >/dev/null || fail "restore of a curl-uploaded entry"
+  lc restore --extract "${STORE[@]}" "${XFER[@]}" --key "uploaded-$RUN" "$T" >/dev/null || fail "restore of a curl-uploaded entry"
   [ "$(snapshot "$T")" = "$(snapshot "$W/expected")" ] || fail "curl-uploaded entry restored differently"
 fi
 # Virtual-hosted style through the CLI where the server has it (Swift: S3_VHOST_ENDPOINT).
@@ -137,7 +140,7 @@ fi
 if [ "$KIND" = s3 ]; then
   TOKEN="IQoJb3JpZ2luX2VjEToken$RUN"
   mkdir -p "$W/small" && echo tokened > "$W/small/f"
-  AWS_SESSION_TOKEN=$TOKEN lc save "${STORE[@]}" --key "token-$RUN" "$W/small" > "$W/token.out" 2>&1 || { cat "$W/token.out"; fail "save with a session token"; }
+  AWS_SESSION_TOKEN=$TOKEN lc save "${STORE[@]}" "${XFER[@]}" --key "token-$RUN" "$W/small" > "$W/token.out" 2>&1 || { cat "$W/token.out"; fail "save with a session token"; }
   AWS_SESSION_TOKEN=$TOKEN lc cat "${STORE[@]}" --key "token-$RUN" "${W#/}/small/f" >> "$W/token.out" 2>&1 || fail "cat with a session token"
   grep -qx tokened "$W/token.out" || fail "cat with a session token: $(cat "$W/token.out")"
   set +e
