@@ -112,6 +112,7 @@ int run_mount(ArgParser& args) {
   std::shared_ptr<const ByteSource> source;
   ServeInfo info;
   std::optional<SaveRecord> record;  // store entries only: what unmount --save needs
+  std::string base_etag;             // of the entry mounted
   if (from_archive) {
     auto file = LocalFileSource::open(args.get("archive"));
     if (!file.ok()) return fail(file.error());
@@ -143,6 +144,7 @@ int run_mount(ArgParser& args) {
     source = open_entry_source(*store, entry->match->object);
     info.archive = (*store)->describe() + " " + entry->match->object.key;
     info.key = entry->match->key;
+    base_etag = entry->match->object.etag;
     record = SaveRecord{"", entry->primary_key, args.get("scope"), entry->cache_hit(), ::getpid(), "", recorded_store_args(args), ""};
   }
 
@@ -204,6 +206,8 @@ int run_mount(ArgParser& args) {
       r.state_dir = state_dir;
       r.cache_dir = absolute_path(cache_dir);  // the incremental save reads base frames from it
       r.xattrs = xattrs_to_keep(filesystem.index());
+      r.base_etag = base_etag;
+      r.base_member = filesystem.index().path(pl.root);
       Status recorded = write_save_record(r);
       if (!recorded.ok()) return fail(recorded.with_context("recording the key for unmount --save"));
     }
