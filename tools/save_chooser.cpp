@@ -50,7 +50,7 @@ SaveChoice choose_save(const format::IncrementalEstimate& est, const SaveCostMod
   } else if (c.reuse_s - c.full_s < std::max(model.full_pack_min_saving_s, model.full_pack_min_saving_fraction * c.reuse_s)) {
     c.choice = IncrementalChoice::kReuse;
     if (est.relayout)
-      std::snprintf(line, sizeof line, "reuse, keeping the layout (est. %.2f s; relayout %.2f s would cost more than a full pack, %.2f s)",
+      std::snprintf(line, sizeof line, "reuse, keeping the layout (est. %.2f s; relayout %.2f s would cost more than the full pack, %.2f s)",
                     c.reuse_s, c.relayout_s, c.full_s);
     else
       std::snprintf(line, sizeof line, "reuse (est. %.2f s; full pack %.2f s)", c.reuse_s, c.full_s);

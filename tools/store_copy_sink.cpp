@@ -78,8 +78,10 @@ Status StoreCopySink::copy_range(uint64_t offset, uint64_t length) {
     uint64_t n = std::min(length, max_copy);
     if (length - n != 0 && length - n < min) n = length - min;
     Status copied = upload_->copy_part(next_part_, remote::RangeRequest{source_.key, offset, n, source_.if_match});
-    if (!copied.ok() && counts_.parts_copied == 0 && copied.code() == ErrorCode::kUnsupported) {
-      // Multipart uploads without UploadPartCopy (GCS's XML API): the part number is free again.
+    if (!copied.ok() && counts_.parts_copied == 0 &&
+        (copied.code() == ErrorCode::kUnsupported || copied.code() == ErrorCode::kInvalidArgument)) {
+      // Multipart uploads without UploadPartCopy (GCS's XML API answers 501 or 400): the bytes
+      // can still be sent, and the part number is free again.
       copy_refused_ = copied.message();
       continue;
     }

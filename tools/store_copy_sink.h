@@ -9,8 +9,9 @@
 // minimum, or the few MiB needed to bring the bytes pending before it up to the minimum, are
 // read from the source (pinned to its ETag) and sent as bytes. So a copy costs at most
 // min_part_bytes of download+upload, whatever is around it. Parts are sent one at a time, in
-// order, on the calling thread. A store that answers the first copy with kUnsupported gets every
-// later range read back and sent instead (copy_refused() says why).
+// order, on the calling thread. A store that answers the first copy with kUnsupported or
+// kInvalidArgument (501 / 400) gets every later range read back and sent instead
+// (copy_refused() says why).
 //
 // commit() sends the last part and completes the upload; a sink destroyed uncommitted (or after
 // any error) aborts it, so nothing is published. Single writer.
@@ -49,7 +50,7 @@ class StoreCopySink final : public ByteSink {
   uint64_t bytes_written() const override { return written_; }
 
   const StoreCopyCounts& counts() const { return counts_; }
-  // Why the store turned down the first copy (kUnsupported: a server without UploadPartCopy),
+  // Why the store turned down the first copy (a server without UploadPartCopy: 501 or 400),
   // after which every range was read back and sent; empty while it copies.
   const std::string& copy_refused() const { return copy_refused_; }
   // The shortest copy worth asking for: shorter ones are mostly read back (see above).
