@@ -16,7 +16,10 @@
 // quarter of the unit ends up dead; otherwise the unit's members are packed fresh in its place.
 // Every dead member keeps a live member later in the stream (a deleted file's unit is packed
 // again). Order: base units in base order, then at the end a newly learned hot list, then new
-// and changed members depth-first, the directories of members at the end written again there.
+// and changed members depth-first, then the directories stock tars need again (dir_repeats.h).
+// A unit holding a directory whose header changed is packed again (bsdtar restores the metadata
+// of a directory's first member). Runs of copied units may be appended by the caller's store
+// (copy_to_sink) instead of being fetched; a chooser (choose) may turn the save into a full pack.
 //
 // Learned layout (PackConfig::hot_paths): a learned list whose files differ from the base's hot
 // list by more than 10 % (compared as sets, so jobs whose parallel steps read in a slightly
