@@ -9,7 +9,8 @@
 #  - an entry saved before the rule (members named by the relative path) is still built on:
 #    unmount --save names the path as the mounted entry does;
 #  - the new entries restore with GNU tar and bsdtar to the changed tree, directory mtimes
-#    included (item 7), and verify.
+#    included (item 7), and verify;
+#  - a base replaced between mount and save is not built on: the merged view is packed whole.
 # Skipped (exit 0, with a message) when FUSE cannot be used. Usage: save_naming_test.sh LAZYCACHE
 set -euo pipefail
 . "$(dirname "$0")/cli_test_lib.sh"
@@ -77,4 +78,17 @@ check_restores rel-v2 "${P#/}"
 save_changed old-v2 old-v1
 members "$W/store/old-v2.tar.zst" | grep -q "^$(basename "$P")/pkg-c/lib/new.js$" || fail "old-v2 does not keep the mounted entry's names"
 check_restores old-v2 "$(basename "$P")"
+# The base replaced between mount and save: not built on (the mount recorded its ETag); the
+# merged view is packed whole instead (every frame read, so the mount needs no store).
+rm -rf "$P" && mkdir -p "$P"
+(cd / && "$LC" mount --key rel-v3 --restore-keys rel-v2 --cache-dir "$W/job-cache" "$P" > /dev/null)
+find "$P" -type f -exec cat {} + > /dev/null
+echo again >> "$P/pkg-b/lib/f2.js"
+# Replaced by an entry with the same member names (and the original content).
+cp "$W/store/abs-v1.tar.zst" "$W/store/rel-v2.tar.zst.new" && mv "$W/store/rel-v2.tar.zst.new" "$W/store/rel-v2.tar.zst"
+"$LC" unmount --save "$P" > "$W/out" 2> "$W/err" || fail "unmount --save after the base was replaced: $(cat "$W/out" "$W/err")"
+grep -q "was replaced after it was mounted" "$W/err" || fail "a replaced base was built on: $(cat "$W/out" "$W/err")"
+rm -rf "$W/x" && mkdir "$W/x" && zstd -q -d < "$W/store/rel-v3.tar.zst" | tar -x -C "$W/x"
+echo again >> "$W/twin/pkg-b/lib/f2.js"
+diff -r "$W/x/${P#/}" "$W/twin" > /dev/null || fail "rel-v3 is not the merged view of the mount"
 echo "PASS"
