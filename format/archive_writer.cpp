@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "format/archive_tail.h"
+#include "format/dir_repeats.h"
 #include "format/file_data.h"
 #include "format/frame_codec.h"
 #include "format/fs_util.h"
@@ -128,6 +129,7 @@ class Producer {
 
   std::atomic<uint64_t> files_done{0}, bytes_in{0};
   uint64_t stream_bytes = 0, hardlinks = 0;
+  std::vector<IndexDeadSpec> dead;  // superseded members, in stream order
 
   void run() {
     Status s = produce();
@@ -201,8 +203,11 @@ class Producer {
       }
     }
     TarMember m = node_tar_member(n, member_path(id), target ? &*target : nullptr);
+    const std::string header = tar_header_bytes(m);
+    // A directory written again at the end (format/dir_repeats.h): its first member is dead.
+    if (n.member_offset != kNoMemberOffset) dead.push_back(IndexDeadSpec{n.member_offset, header.size(), id});
     n.member_offset = stream_bytes;
-    append(tar_header_bytes(m));
+    append(header);
     if (data) {
       n.data_offset = stream_bytes;
       LC_RETURN_IF_ERROR(write_file_data(id));
@@ -259,7 +264,9 @@ Result<PackStats> write_archive(const std::vector<PackRoot>& roots, ByteSink& si
     }
 
   Pipeline pipe(static_cast<size_t>(2 * threads + 2));
-  Producer producer(tree, config, pipe, member_order(tree.model, hot));
+  std::vector<uint32_t> order = member_order(tree.model, hot);
+  for (uint32_t dir : directories_to_repeat(nodes, order)) order.push_back(dir);
+  Producer producer(tree, config, pipe, std::move(order));
   std::vector<FrameInfo> frames;
   uint64_t compressed_offset = 0, uncompressed_offset = 0;
   Status write_status;
@@ -313,6 +320,7 @@ Result<PackStats> write_archive(const std::vector<PackRoot>& roots, ByteSink& si
   IndexModel& model = tree.model;
   model.frames = frames;
   model.hot_nodes = hot;
+  model.dead = producer.dead;
   model.tool_version = config.tool_version;
   LC_ASSIGN_OR_RETURN(uint64_t tail_bytes, finish_archive(model, sink, config.level));
 

@@ -26,8 +26,12 @@ namespace lazycache::format {
 // One path to save. Absolute paths are stored without the leading '/' ("/root/.npm" ->
 // member prefix "root/.npm"); relative paths are stored as given, normalised ("./a//b/" ->
 // "a/b"). Paths with ".." components, "." alone, and overlapping roots are rejected.
+//
+// `member`, when set, is the member prefix instead (normalised the same way): a save that builds
+// on an earlier archive names each path as that archive did, wherever it is now.
 struct PackRoot {
   std::string path;
+  std::string member = std::string();
 };
 
 struct PackProgress {

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "format/archive_tail.h"
+#include "format/dir_repeats.h"
 #include "format/file_data.h"
 #include "format/frame_codec.h"
 #include "format/fs_util.h"
@@ -27,6 +28,7 @@ namespace lazycache::format {
 namespace {
 
 constexpr uint32_t kNone = UINT32_MAX;
+constexpr uint64_t kNotCopied = UINT64_MAX;
 // Bounds one fetch (and, with the queue depth, the memory held by fetched frames) while staying
 // large enough that a store serves it as one efficient range read.
 constexpr uint64_t kMaxFetchRunBytes = 32ull << 20;
@@ -61,6 +63,7 @@ struct BaseUnit {
 struct BaseLayout {
   std::vector<BaseMember> members;  // in stream order, live and dead
   std::vector<BaseUnit> units;      // in stream order; every member is in exactly one
+  std::vector<uint64_t> live_header_hash;  // per base entry: header_hash of its live member
 };
 
 // The tar member write_archive wrote for entry `e`: the index keeps every header field.
@@ -167,6 +170,8 @@ Result<BaseLayout> build_layout(const Index& idx) {
       return unsupported(idx.path(id) + ": its data is not right after its regenerated header");
     out.members.push_back(BaseMember{id, starts[id], header.size() + (data ? e.size + tar_padding(e.size) : 0), hash_of(header), false});
   }
+  out.live_header_hash.assign(idx.entry_count(), 0);
+  for (const BaseMember& m : out.members) out.live_header_hash[m.id] = m.header_hash;
   for (const DeadMember& d : idx.dead_members()) out.members.push_back(BaseMember{d.entry, d.start, d.length, 0, true});
   std::sort(out.members.begin(), out.members.end(), [](const BaseMember& a, const BaseMember& b) { return a.start < b.start; });
   uint64_t pos = 0;
@@ -317,11 +322,35 @@ class IncrementalWriter {
     index_paths();
     match_base(changed);
     std::vector<uint32_t> learned = resolve_hot_paths(tree_.model, config_.hot_paths);
-    std::vector<Step> plan = make_plan(learned);
-    FrameStream fetched(base_, fetch_runs(plan));
-    for (const Step& s : plan) {
+    std::vector<Step> plan = make_plan(learned, true);
+    const bool relayout = !hot_first_.empty();  // the learned order is new: a relayout was planned
+    IncrementalChoice choice = relayout ? IncrementalChoice::kRelayout : IncrementalChoice::kReuse;
+    if (base_.choose) {
+      IncrementalEstimate est = tree_estimate();
+      if (relayout) {
+        est.relayout = sizes_of(plan);
+        plan = make_plan(learned, false);
+      }
+      est.reuse = sizes_of(plan);
+      choice = base_.choose(est);
+      if (choice == IncrementalChoice::kFullPack) return Status(ErrorCode::kCancelled, "a full pack was chosen over this incremental save");
+      if (choice == IncrementalChoice::kRelayout && relayout) plan = make_plan(learned, true);
+      else choice = IncrementalChoice::kReuse;
+    }
+    stats.choice = choice;
+    const std::vector<uint64_t> copies = copy_runs(plan);
+    FrameStream fetched(base_, fetch_runs(plan, copies));
+    for (size_t i = 0; i < plan.size(); ++i) {
+      const Step& s = plan[i];
+      if (s.reuse && copies[i] != kNotCopied && copies[i] > 0) {
+        // The first step of a run the store copies: the whole run at once, then each unit's
+        // bookkeeping.
+        LC_RETURN_IF_ERROR(flush());
+        const FrameInfo& first = idx_.frames()[layout_.units[s.unit].first_frame];
+        LC_RETURN_IF_ERROR(base_.copy_to_sink(first.compressed_offset, copies[i]).with_context("copying base frames in the store"));
+      }
       if (s.reuse) {
-        LC_RETURN_IF_ERROR(copy_unit(s, fetched));
+        LC_RETURN_IF_ERROR(copy_unit(s, fetched, copies[i] != kNotCopied));
       } else {
         for (const NewMember& m : s.fresh) LC_RETURN_IF_ERROR(write_member(m));
       }
@@ -364,13 +393,11 @@ class IncrementalWriter {
   void match_base(const std::set<std::string>& changed) {
     node_of_base_.assign(idx_.entry_count(), kNone);
     changed_.assign(nodes_.size(), false);
-    in_base_.assign(nodes_.size(), false);
     for (uint32_t id = 1; id < nodes_.size(); ++id) {
       if (nodes_[id].implicit_dir) continue;
       auto b = idx_.lookup_path(paths_[id]);
       const bool in_base = b && idx_.entry(*b).type == nodes_[id].type;
       if (in_base) node_of_base_[*b] = id;
-      in_base_[id] = in_base;
       changed_[id] = !in_base || changed.count(paths_[id]) > 0;
     }
   }
@@ -381,14 +408,18 @@ class IncrementalWriter {
   // place; then, at the end, a newly learned hot list in its order, then everything else (new
   // files and the new versions of superseded ones) depth-first.
   //
-  // tar -x sets a directory's mtime once it has extracted the members after the directory's
-  // own member that lie inside it; a member inside it extracted later (one at the end) would
-  // change that mtime again. So the directory of every member at the end is written again at
-  // the end too (its earlier member becomes dead): planned again until no directory is added.
-  std::vector<Step> make_plan(const std::vector<uint32_t>& learned) {
+  // Stock tars set a directory's metadata at its member; creating something in it later (a
+  // member at the end) changes its mtime again. So the directories format/dir_repeats.h names
+  // for the planned stream are written again at the very end (their earlier members becoming
+  // dead): planned again until no directory is added.
+  // `allow_relayout` false keeps the base's hot list even when `learned` is new.
+  std::vector<Step> make_plan(const std::vector<uint32_t>& learned, bool allow_relayout) {
     forced_.assign(nodes_.size(), false);
+    repeat_.assign(nodes_.size(), false);
+    repeat_last_.clear();
     hot_first_.clear();
-    if (learned_order_is_new(learned)) {
+    hot_list_.clear();
+    if (allow_relayout && learned_order_is_new(learned)) {
       // A job read in an order the base did not lay out: those files go together at the end,
       // in that order, so the next mount prefetches them in a few large range reads (issue 5's
       // learned layout). Their old members stay behind as dead ones; the next save with the
@@ -410,14 +441,18 @@ class IncrementalWriter {
     }
     for (;;) {
       std::vector<Step> plan = plan_once();
+      std::vector<uint32_t> stream;
+      for (const Step& s : plan) {
+        if (s.reuse)
+          for (const auto& [node, is_dead] : s.nodes) stream.push_back(node);
+        else
+          for (const NewMember& m : s.fresh) stream.push_back(m.node);
+      }
       bool grew = false;
-      for (uint32_t n = 1; n < nodes_.size(); ++n) {
-        const uint32_t p = nodes_[n].parent;
-        if (!in_tail_[n] || p == 0 || nodes_[p].implicit_dir || in_tail_[p]) continue;
-        // Extracting a directory that already exists creates nothing in its parent, so it does
-        // not touch the parent's mtime; anything else at the end does.
-        if (nodes_[n].type == EntryType::kDirectory && in_base_[n]) continue;
-        forced_[p] = true;
+      for (uint32_t d : directories_to_repeat(nodes_, stream)) {
+        if (repeat_[d]) continue;
+        repeat_[d] = forced_[d] = true;
+        repeat_last_.push_back(d);
         grew = true;
       }
       if (!grew) return plan;
@@ -447,12 +482,13 @@ class IncrementalWriter {
       }
     }
     auto to_tail = [&](uint32_t n) {
-      if (emitted_[n]) return;
+      if (emitted_[n] || repeat_[n]) return;
       in_tail_[n] = true;
       fresh_step().fresh.push_back(emit(n));
     };
     for (uint32_t n : hot_first_) to_tail(n);
     for (uint32_t n : member_order(tree_.model, {})) to_tail(n);
+    for (uint32_t n : repeat_last_) fresh_step().fresh.push_back(emit(n));
     return plan;
   }
 
@@ -495,6 +531,10 @@ class IncrementalWriter {
       const uint32_t n = node_of_base_[m.id];
       if (n == kNone || emitted_[n]) return refuse();
       if (m.dead) {
+        // A dead directory member says what the base's live one said (see below): if that
+        // changed, bsdtar would restore the old metadata from it.
+        if (nodes_[n].type == EntryType::kDirectory && hash_of(tar_header_bytes(header_of(n, kNone))) != layout_.live_header_hash[m.id])
+          return refuse();
         dead_bytes += m.length;
         step.nodes.emplace_back(n, true);
         continue;
@@ -506,9 +546,14 @@ class IncrementalWriter {
         auto it = leaders_.find(tree_.dev_ino[n]);
         return it == leaders_.end() ? kNone : it->second;
       }();
-      if (!changed_[n] && !forced_[n] && hash_of(tar_header_bytes(header_of(n, leader))) == m.header_hash) {
+      const bool same_header = hash_of(tar_header_bytes(header_of(n, leader))) == m.header_hash;
+      if (!changed_[n] && !forced_[n] && same_header) {
         taken.push_back(emit(n).node);
         step.nodes.emplace_back(n, false);
+      } else if (nodes_[n].type == EntryType::kDirectory && !same_header) {
+        // bsdtar applies the metadata of the member that created a directory when it finishes,
+        // after any later member of it: a dead directory member must say what the live one says.
+        return refuse();
       } else if (single) {
         dead_bytes += m.length;
         step.nodes.emplace_back(n, true);
@@ -537,14 +582,85 @@ class IncrementalWriter {
     return differ * 10 > seen.size();
   }
 
-  // Consecutive base frames the plan copies, merged into reads of at most kMaxFetchRunBytes
-  // (a single bigger frame is one read).
-  std::vector<std::pair<uint32_t, uint32_t>> fetch_runs(const std::vector<Step>& plan) const {
+  static uint64_t member_tar_bytes(const IndexNode& n, bool data) {
+    return kTarBlock + (data ? n.size + tar_padding(n.size) : 0);
+  }
+
+  IncrementalPlanSizes sizes_of(const std::vector<Step>& plan) const {
+    IncrementalPlanSizes out;
+    const std::vector<uint64_t> copies = copy_runs(plan);
+    const auto bf = idx_.frames();
+    for (size_t i = 0; i < plan.size(); ++i) {
+      const Step& s = plan[i];
+      if (s.reuse) {
+        const BaseUnit& u = layout_.units[s.unit];
+        out.reused_compressed_bytes += bf[u.last_frame].compressed_offset + bf[u.last_frame].compressed_size - bf[u.first_frame].compressed_offset;
+        if (copies[i] != kNotCopied) out.copied_compressed_bytes += copies[i];
+        continue;
+      }
+      for (const NewMember& m : s.fresh) {
+        const bool data = nodes_[m.node].type == EntryType::kRegular && m.leader == kNone;
+        out.fresh_tar_bytes += member_tar_bytes(nodes_[m.node], data);
+        if (data) {
+          out.fresh_file_bytes += nodes_[m.node].size;
+          ++out.fresh_files;
+        }
+      }
+    }
+    return out;
+  }
+
+  IncrementalEstimate tree_estimate() const {
+    IncrementalEstimate est;
+    for (uint32_t n = 1; n < nodes_.size(); ++n) {
+      if (nodes_[n].implicit_dir) continue;
+      const bool data = nodes_[n].type == EntryType::kRegular;
+      est.tree_tar_bytes += member_tar_bytes(nodes_[n], data);
+      est.tree_files += data ? 1 : 0;
+    }
+    for (const FrameInfo& f : idx_.frames()) est.base_compressed_bytes += f.compressed_size;
+    return est;
+  }
+
+  // Per plan step: kNotCopied, or (a reuse step in a run the store copies) 0, except the run's
+  // first step, which holds the run's compressed bytes. A run is consecutive reuse steps whose
+  // units follow each other in the base, so its bytes are one range of the base object.
+  std::vector<uint64_t> copy_runs(const std::vector<Step>& plan) const {
+    std::vector<uint64_t> out(plan.size(), kNotCopied);
+    if (!base_.copy_to_sink) return out;
+    const auto bf = idx_.frames();
+    auto unit_bytes = [&](const BaseUnit& u) {
+      return bf[u.last_frame].compressed_offset + bf[u.last_frame].compressed_size - bf[u.first_frame].compressed_offset;
+    };
+    for (size_t i = 0; i < plan.size();) {
+      if (!plan[i].reuse) {
+        ++i;
+        continue;
+      }
+      size_t j = i + 1;
+      uint64_t bytes = unit_bytes(layout_.units[plan[i].unit]);
+      while (j < plan.size() && plan[j].reuse && layout_.units[plan[j].unit].first_frame == layout_.units[plan[j - 1].unit].last_frame + 1) {
+        bytes += unit_bytes(layout_.units[plan[j].unit]);
+        ++j;
+      }
+      if (bytes >= std::max<uint64_t>(base_.copy_min_bytes, 1)) {
+        for (size_t k = i; k < j; ++k) out[k] = 0;
+        out[i] = bytes;
+      }
+      i = j;
+    }
+    return out;
+  }
+
+  // Consecutive base frames the plan reuses and the store does not copy, merged into reads of at
+  // most kMaxFetchRunBytes (a single bigger frame is one read).
+  std::vector<std::pair<uint32_t, uint32_t>> fetch_runs(const std::vector<Step>& plan, const std::vector<uint64_t>& copies) const {
     const auto bf = idx_.frames();
     std::vector<std::pair<uint32_t, uint32_t>> runs;
     uint64_t run_bytes = 0;
-    for (const Step& s : plan) {
-      if (!s.reuse) continue;
+    for (size_t i = 0; i < plan.size(); ++i) {
+      const Step& s = plan[i];
+      if (!s.reuse || copies[i] != kNotCopied) continue;
       const BaseUnit& u = layout_.units[s.unit];
       for (uint32_t f = u.first_frame; f <= u.last_frame; ++f) {
         if (!runs.empty() && runs.back().second + 1 == f && run_bytes + bf[f].compressed_size <= kMaxFetchRunBytes) {
@@ -559,17 +675,23 @@ class IncrementalWriter {
     return runs;
   }
 
-  Status copy_unit(const Step& s, FrameStream& fetched) {
+  // `in_store`: the unit's bytes were already appended by copy_to_sink.
+  Status copy_unit(const Step& s, FrameStream& fetched, bool in_store) {
     const BaseUnit& u = layout_.units[s.unit];
     LC_RETURN_IF_ERROR(flush());
     const uint64_t new_start = stream_bytes;
     const auto bf = idx_.frames();
     for (uint32_t f = u.first_frame; f <= u.last_frame; ++f) {
-      LC_ASSIGN_OR_RETURN(std::string bytes, fetched.next(f));
       FrameInfo info = bf[f];
       info.compressed_offset = compressed_bytes;
       info.uncompressed_offset = stream_bytes;
-      LC_RETURN_IF_ERROR(sink_.write(std::as_bytes(std::span<const char>(bytes))).with_context("writing frame " + std::to_string(frames.size())));
+      if (in_store) {
+        ++stats.frames_copied;
+        stats.compressed_bytes_copied += info.compressed_size;
+      } else {
+        LC_ASSIGN_OR_RETURN(std::string bytes, fetched.next(f));
+        LC_RETURN_IF_ERROR(sink_.write(std::as_bytes(std::span<const char>(bytes))).with_context("writing frame " + std::to_string(frames.size())));
+      }
       compressed_bytes += info.compressed_size;
       stream_bytes += info.uncompressed_size;
       stats.bytes_reused += info.uncompressed_size;
@@ -694,10 +816,11 @@ class IncrementalWriter {
   std::vector<std::string> paths_;
   std::vector<uint32_t> node_of_base_;  // per base entry: the node at its path, or kNone
   std::vector<bool> changed_;
-  std::vector<bool> in_base_;  // the base has an entry of the same type at the node's path
   std::vector<bool> emitted_;
   std::vector<bool> in_tail_;  // written at the end, after every base unit
   std::vector<bool> forced_;   // nodes that must be written at the end (make_plan)
+  std::vector<bool> repeat_;   // directories written after everything else (make_plan)
+  std::vector<uint32_t> repeat_last_;
   std::vector<uint32_t> hot_first_;  // a new learned layout: written first at the end
   std::map<std::pair<uint64_t, uint64_t>, uint32_t> leaders_;  // inode -> first node written
   std::vector<NewMember> members_;                             // live members in stream order

@@ -16,7 +16,10 @@
 // quarter of the unit ends up dead; otherwise the unit's members are packed fresh in its place.
 // Every dead member keeps a live member later in the stream (a deleted file's unit is packed
 // again). Order: base units in base order, then at the end a newly learned hot list, then new
-// and changed members depth-first, the directories of members at the end written again there.
+// and changed members depth-first, then the directories stock tars need again (dir_repeats.h).
+// A unit holding a directory whose header changed is packed again (bsdtar restores the metadata
+// of a directory's first member). Runs of copied units may be appended by the caller's store
+// (copy_to_sink) instead of being fetched; a chooser (choose) may turn the save into a full pack.
 //
 // Learned layout (PackConfig::hot_paths): a learned list whose files differ from the base's hot
 // list by more than 10 % (compared as sets, so jobs whose parallel steps read in a slightly
@@ -39,6 +42,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -50,12 +54,45 @@
 
 namespace lazycache::format {
 
+// What one way of writing the new archive costs, counted before anything is written.
+struct IncrementalPlanSizes {
+  uint64_t fresh_tar_bytes = 0;          // tar bytes to compress here (headers approximated as 512 bytes)
+  uint64_t fresh_file_bytes = 0;         // of those, file content read from the tree
+  uint64_t fresh_files = 0;              // regular files read from the tree
+  uint64_t reused_compressed_bytes = 0;  // base frames kept
+  uint64_t copied_compressed_bytes = 0;  // of those, appended through copy_to_sink
+};
+
+// The sizes a chooser compares: keeping the base's layout ("reuse"), laying out the files the job
+// read anew ("relayout", only when the learned order is new: PackConfig::hot_paths), and a full
+// pack of the same tree.
+struct IncrementalEstimate {
+  IncrementalPlanSizes reuse;
+  std::optional<IncrementalPlanSizes> relayout;
+  uint64_t tree_tar_bytes = 0;           // a full pack's tar stream (headers approximated)
+  uint64_t tree_files = 0;               // regular files a full pack reads
+  uint64_t base_compressed_bytes = 0;    // the base's frames
+};
+
+enum class IncrementalChoice { kReuse, kRelayout, kFullPack };
+
 struct IncrementalBase {
   std::shared_ptr<const Index> index;
   // The compressed bytes of base frames [first, last], concatenated. Called from one helper
   // thread, runs in increasing order, never overlapping; at most 32 MiB per call unless one frame is bigger; one call runs ahead of the writer. The
   // writer checks each frame's XXH3-128 digest before using any byte (kCorrupt otherwise).
   std::function<Result<std::string>(uint32_t first, uint32_t last)> fetch_frames;
+  // Optional: appends the base's compressed bytes [offset, offset + length) to the sink without
+  // handing them to the writer (a copy made by the store the sink uploads to). Runs of reused
+  // frames adjacent in both archives and holding at least copy_min_bytes go this way, the rest
+  // through fetch_frames. No digest check is possible: the caller pins the copy to the base
+  // object it read the index from (its ETag), so the bytes are those the index describes.
+  std::function<Status(uint64_t offset, uint64_t length)> copy_to_sink;
+  uint64_t copy_min_bytes = 0;
+  // Optional: decides between the plans before anything is written (without it: relayout when
+  // the learned order is new, else reuse). kRelayout without a relayout plan means kReuse;
+  // kFullPack makes write_incremental_archive return kCancelled, nothing written or committed.
+  std::function<IncrementalChoice(const IncrementalEstimate&)> choose;
 };
 
 struct IncrementalStats {
@@ -67,9 +104,12 @@ struct IncrementalStats {
   uint64_t file_bytes_compressed = 0;      // file content bytes read from the tree and compressed
   uint64_t files_compressed = 0;           // regular file members packed fresh
   uint64_t compressed_bytes_fetched = 0;   // base frame bytes obtained through fetch_frames
+  uint32_t frames_copied = 0;              // of frames_reused, appended through copy_to_sink
+  uint64_t compressed_bytes_copied = 0;    // their compressed bytes
   uint64_t members_superseded = 0;         // members left dead in reused frames by this save
   uint64_t dead_bytes = 0;                 // tar bytes of dead members in the new archive
   uint32_t fetch_calls = 0;
+  IncrementalChoice choice = IncrementalChoice::kReuse;  // the plan written (kReuse or kRelayout)
 };
 
 // Writes the archive of `roots` to `sink`, reusing frames of `base`, and commits it.
@@ -78,6 +118,7 @@ struct IncrementalStats {
 // taken from the base. New, deleted and metadata-changed entries are found by the scan.
 // config.threads is unused (see above); every other field means what it means to write_archive.
 // Errors: kUnsupported (the base layout is not one this writer recognises: nothing written),
+// kCancelled (base.choose chose a full pack: nothing written),
 // kCorrupt (a fetched base frame fails its digest), fetch_frames' errors, and write_archive's.
 // On error nothing is committed.
 Result<IncrementalStats> write_incremental_archive(const std::vector<PackRoot>& roots, const IncrementalBase& base,

@@ -241,6 +241,13 @@ Result<std::vector<NormalizedRoot>> normalize_roots(const std::vector<PackRoot>&
       std::string base = cwd == "/" ? "" : cwd;
       n.original_path = base + "/" + n.member_prefix;
     }
+    if (!r.member.empty()) {
+      auto named = split_path(r.member);
+      for (const auto& c : named)
+        if (c == "..") return Status(ErrorCode::kInvalidArgument, "member name '" + r.member + "' contains '..'");
+      if (named.empty()) return Status(ErrorCode::kInvalidArgument, "member name '" + r.member + "' names no member");
+      n.member_prefix = join(named, named.size());
+    }
     out.push_back(std::move(n));
   }
   for (size_t i = 0; i < out.size(); ++i)

@@ -85,6 +85,25 @@ struct Fd {
   }
 };
 
+// Unlinks the path on scope exit (a temporary that was published by link(2), or never).
+struct Unlink {
+  std::string path;
+  ~Unlink() { ::unlink(path.c_str()); }
+};
+
+Status write_all(int fd, std::span<const std::byte> bytes, const std::string& path) {
+  size_t off = 0;
+  while (off < bytes.size()) {
+    ssize_t w = ::write(fd, bytes.data() + off, bytes.size() - off);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return errno_status("writing " + path);
+    }
+    off += static_cast<size_t>(w);
+  }
+  return Status();
+}
+
 // Walks DIR/rel recursively, collecting keys (relative to DIR) with `prefix` after `after`.
 Status walk(const std::string& root, const std::string& rel, std::string_view prefix, std::string_view after,
             std::vector<std::pair<std::string, struct stat>>& out) {
@@ -179,47 +198,34 @@ Result<size_t> LocalDirObjectStore::get_range(const RangeRequest& req, std::span
   return done;
 }
 
-Result<ObjectInfo> LocalDirObjectStore::put(std::string_view key, const BodyReader& body, const PutOptions& opts) {
-  LC_RETURN_IF_ERROR(check_local_key(key));
+std::string LocalDirObjectStore::new_temporary_path() {
   remove_stale_temporaries();
   static std::atomic<uint64_t> counter{0};
   static const std::string host = host_name();
-  std::string tmp = dir_ + "/" + kTmpDir + "/" + std::to_string(::getpid()) + "." + std::to_string(counter.fetch_add(1)) + "." + host;
-  std::string final_path = path_of(key);
-  if (opts.create_only) {
+  return dir_ + "/" + kTmpDir + "/" + std::to_string(::getpid()) + "." + std::to_string(counter.fetch_add(1)) + "." + host;
+}
+
+Result<int> LocalDirObjectStore::create_temporary(std::string_view key, bool create_only, std::string* tmp) {
+  LC_RETURN_IF_ERROR(check_local_key(key));
+  *tmp = new_temporary_path();
+  if (create_only) {
     struct stat st {};
-    if (::stat(final_path.c_str(), &st) == 0)
+    if (::stat(path_of(key).c_str(), &st) == 0)
       return Status(ErrorCode::kAlreadyExists, "object " + std::string(key) + " already exists in " + describe());
   }
-  Fd f{::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644)};
-  if (f.fd < 0) return errno_status("creating " + tmp);
-  struct Unlink {
-    std::string path;
-    bool armed = true;
-    ~Unlink() {
-      if (armed) ::unlink(path.c_str());
-    }
-  } cleanup{tmp};
-  std::vector<std::byte> buf(1 << 20);
-  for (;;) {
-    LC_ASSIGN_OR_RETURN(size_t n, body(buf));
-    if (n == 0) break;
-    if (n > buf.size()) return Status(ErrorCode::kInternal, "body reader returned more than asked");
-    size_t off = 0;
-    while (off < n) {
-      ssize_t w = ::write(f.fd, buf.data() + off, n - off);
-      if (w < 0) {
-        if (errno == EINTR) continue;
-        return errno_status("writing " + tmp);
-      }
-      off += static_cast<size_t>(w);
-    }
-  }
-  if (::fsync(f.fd) != 0) return errno_status("fsync " + tmp);
+  const int fd = ::open(tmp->c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) return errno_status("creating " + *tmp);
+  return fd;
+}
+
+Result<ObjectInfo> LocalDirObjectStore::publish(int fd, const std::string& tmp, std::string_view key, bool create_only) {
+  if (::fsync(fd) != 0) return errno_status("fsync " + tmp);
+  const std::string final_path = path_of(key);
   auto slash = final_path.rfind('/');
   LC_RETURN_IF_ERROR(mkdirs(final_path.substr(0, slash)));
-  if (opts.create_only) {
+  if (create_only) {
     // link(2) fails with EEXIST if the name exists, so two racing savers publish exactly once.
+    // The caller unlinks the temporary either way.
     if (::link(tmp.c_str(), final_path.c_str()) != 0) {
       if (errno == EEXIST)
         return Status(ErrorCode::kAlreadyExists, "object " + std::string(key) + " already exists in " + describe());
@@ -227,12 +233,113 @@ Result<ObjectInfo> LocalDirObjectStore::put(std::string_view key, const BodyRead
     }
   } else if (::rename(tmp.c_str(), final_path.c_str()) != 0) {
     return errno_status("publishing " + final_path);
-  } else {
-    cleanup.armed = false;
   }
   struct stat st {};
   if (::stat(final_path.c_str(), &st) != 0) return errno_status("stat " + final_path);
   return info_of(key, st);
+}
+
+Result<ObjectInfo> LocalDirObjectStore::put(std::string_view key, const BodyReader& body, const PutOptions& opts) {
+  std::string tmp;
+  LC_ASSIGN_OR_RETURN(int fd, create_temporary(key, opts.create_only, &tmp));
+  Fd f{fd};
+  Unlink cleanup{tmp};
+  std::vector<std::byte> buf(1 << 20);
+  for (;;) {
+    LC_ASSIGN_OR_RETURN(size_t n, body(buf));
+    if (n == 0) break;
+    if (n > buf.size()) return Status(ErrorCode::kInternal, "body reader returned more than asked");
+    LC_RETURN_IF_ERROR(write_all(f.fd, std::span<const std::byte>(buf.data(), n), tmp));
+  }
+  return publish(f.fd, tmp, key, opts.create_only);
+}
+
+// A multipart upload into a temporary: parts are appended in order; a copied part is
+// copy_file_range(2) from the source object's file (a reflink or an in-kernel copy where the
+// file system can, never through this process's memory otherwise than as a fallback).
+class LocalDirUpload final : public MultipartUpload {
+ public:
+  LocalDirUpload(LocalDirObjectStore& store, std::string key, bool create_only, std::string tmp, int fd)
+      : store_(store), key_(std::move(key)), create_only_(create_only), tmp_(std::move(tmp)), fd_(fd) {}
+  // The temporary goes whatever happened (a published one was linked or renamed away).
+  ~LocalDirUpload() override {
+    ::close(fd_);
+    ::unlink(tmp_.c_str());
+  }
+  LocalDirUpload(const LocalDirUpload&) = delete;
+  LocalDirUpload& operator=(const LocalDirUpload&) = delete;
+  uint64_t min_part_bytes() const override { return 1; }
+  uint64_t max_part_bytes() const override { return UINT64_MAX; }
+
+  Status upload_part(int number, std::span<const std::byte> bytes) override {
+    LC_RETURN_IF_ERROR(next_part(number));
+    return write_all(fd_, bytes, tmp_);
+  }
+
+  Status copy_part(int number, const RangeRequest& source) override {
+    LC_RETURN_IF_ERROR(next_part(number));
+    LC_RETURN_IF_ERROR(check_local_key(source.key));
+    const std::string path = store_.path_of(source.key);
+    Fd in{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+    if (in.fd < 0) {
+      if (errno == ENOENT || errno == ENOTDIR) return Status(ErrorCode::kNotFound, "no object " + source.key + " in " + store_.describe());
+      return errno_status("opening " + path);
+    }
+    struct stat st {};
+    if (::fstat(in.fd, &st) != 0) return errno_status("stat " + path);
+    // Checked on the open descriptor, as get_range does: the bytes copied are the pinned object's.
+    if (!source.if_match.empty() && etag_of(st) != source.if_match)
+      return Status(ErrorCode::kPreconditionFailed, "object " + source.key + " in " + store_.describe() + " was replaced (ETag changed)");
+    if (source.offset + source.length > static_cast<uint64_t>(st.st_size))
+      return Status(ErrorCode::kInvalidArgument, "copying bytes " + std::to_string(source.offset) + "+" + std::to_string(source.length) +
+                                                     " of " + source.key + ": the object has " + std::to_string(st.st_size));
+    off_t in_off = static_cast<off_t>(source.offset);
+    uint64_t left = source.length;
+    while (left > 0) {
+      ssize_t n = ::copy_file_range(in.fd, &in_off, fd_, nullptr, left, 0);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EXDEV || errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP)) return copy_by_reading(in.fd, in_off, left, path);
+      if (n < 0) return errno_status("copying " + path + " into " + tmp_);
+      if (n == 0) return Status(ErrorCode::kIo, "copying " + path + ": the file ended early");
+      left -= static_cast<uint64_t>(n);
+    }
+    return Status();
+  }
+
+  Result<ObjectInfo> complete() override { return store_.publish(fd_, tmp_, key_, create_only_); }
+
+ private:
+  Status next_part(int number) {
+    if (number != next_) return Status(ErrorCode::kInvalidArgument, "part " + std::to_string(number) + " of " + key_ + " sent out of order");
+    ++next_;
+    return Status();
+  }
+  Status copy_by_reading(int in, off_t offset, uint64_t left, const std::string& path) {
+    std::vector<std::byte> buf(1 << 20);
+    while (left > 0) {
+      ssize_t n = ::pread(in, buf.data(), std::min<uint64_t>(left, buf.size()), offset);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) return errno_status("reading " + path);
+      if (n == 0) return Status(ErrorCode::kIo, "copying " + path + ": the file ended early");
+      LC_RETURN_IF_ERROR(write_all(fd_, std::span<const std::byte>(buf.data(), static_cast<size_t>(n)), tmp_));
+      offset += n;
+      left -= static_cast<uint64_t>(n);
+    }
+    return Status();
+  }
+
+  LocalDirObjectStore& store_;
+  std::string key_;
+  bool create_only_;
+  std::string tmp_;
+  int fd_;
+  int next_ = 1;
+};
+
+Result<std::unique_ptr<MultipartUpload>> LocalDirObjectStore::start_upload(std::string_view key, const PutOptions& opts) {
+  std::string tmp;
+  LC_ASSIGN_OR_RETURN(int fd, create_temporary(key, opts.create_only, &tmp));
+  return std::unique_ptr<MultipartUpload>(new LocalDirUpload(*this, std::string(key), opts.create_only, tmp, fd));
 }
 
 Result<ListPage> LocalDirObjectStore::list(std::string_view prefix, std::string_view continuation) {

@@ -34,6 +34,8 @@ class LocalDirObjectStore final : public ObjectStore {
   Result<ListPage> list(std::string_view prefix, std::string_view continuation) override;
   Status remove(std::string_view key) override;
   std::string describe() const override { return "file://" + dir_; }
+  // Parts go to a temporary in order; copied parts are copy_file_range(2) from the source file.
+  Result<std::unique_ptr<MultipartUpload>> start_upload(std::string_view key, const PutOptions& opts) override;
 
   // Removes temporaries left by killed writers: those whose writer pid (same host) no longer
   // exists, and any untouched for an hour (another host's, or a pid since reused; a live
@@ -46,7 +48,15 @@ class LocalDirObjectStore final : public ObjectStore {
   const std::string& dir() const { return dir_; }
 
  private:
+  friend class LocalDirUpload;
   explicit LocalDirObjectStore(std::string dir) : dir_(std::move(dir)) {}
+  // DIR/.lazycache-tmp/<pid>.<n>.<host>, after removing those of dead writers.
+  std::string new_temporary_path();
+  // Checks the key (kAlreadyExists when create_only and it exists), then creates a new
+  // temporary (*tmp) for its bytes and returns its descriptor (the caller closes and unlinks).
+  Result<int> create_temporary(std::string_view key, bool create_only, std::string* tmp);
+  // fsyncs the temporary `fd` and publishes it as key (link(2) when create_only, else rename(2)).
+  Result<ObjectInfo> publish(int fd, const std::string& tmp, std::string_view key, bool create_only);
   std::string path_of(std::string_view key) const { return dir_ + "/" + std::string(key); }
   std::string dir_;
   size_t page_size_ = 1000;

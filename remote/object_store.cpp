@@ -20,6 +20,10 @@ Result<TailRead> ObjectStore::get_tail(std::string_view key, uint64_t length, st
   return tail;
 }
 
+Result<std::unique_ptr<MultipartUpload>> ObjectStore::start_upload(std::string_view key, const PutOptions&) {
+  return Status(ErrorCode::kUnsupported, describe() + " cannot copy ranges of its objects (uploading " + std::string(key) + ")");
+}
+
 Status check_object_key(std::string_view key) {
   auto bad = [&](const char* why) {
     return Status(ErrorCode::kInvalidArgument, "invalid object key '" + std::string(key) + "': " + why);

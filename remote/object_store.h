@@ -27,6 +27,7 @@
 
 #include "common/byte_source.h"
 #include "common/status.h"
+#include "remote/multipart_upload.h"
 
 namespace lazycache::remote {
 
@@ -98,6 +99,10 @@ class ObjectStore {
   // "s3://bucket/prefix", "file:///dir": for messages, without credentials.
   virtual std::string describe() const = 0;
   virtual TransferStats transfer_stats() const { return {}; }
+  // An upload built from parts, some of them copied from objects of this store without passing
+  // through this process (remote/multipart_upload.h). kUnsupported where the store cannot copy
+  // ranges (the default; HTTP): the caller then sends every byte through put().
+  virtual Result<std::unique_ptr<MultipartUpload>> start_upload(std::string_view key, const PutOptions& opts);
 };
 
 // Forwards every call to an inner store; decorators override what they change.
@@ -120,6 +125,9 @@ class ObjectStoreWrapper : public ObjectStore {
   Status remove(std::string_view key) override { return inner_->remove(key); }
   std::string describe() const override { return inner_->describe(); }
   TransferStats transfer_stats() const override { return inner_->transfer_stats(); }
+  Result<std::unique_ptr<MultipartUpload>> start_upload(std::string_view key, const PutOptions& opts) override {
+    return inner_->start_upload(key, opts);
+  }
 
  protected:
   std::shared_ptr<ObjectStore> inner_;

@@ -256,20 +256,7 @@ Result<ObjectInfo> S3ObjectStore::put_multipart(std::string_view key, Part first
                                                 const PutOptions& opts, const UploadPlan& plan) {
   std::string fkey = full_key(key);
   std::string w = what("multipart PUT", key);
-  std::string upload_id;
-  {
-    HttpResponse r;
-    Status s = part_retry_.run(w, [&]() -> Status {
-      HttpRequest req;
-      req.headers.emplace_back("content-type", kArchiveContentType);  // the object's type, not the POST's XML
-      LC_ASSIGN_OR_RETURN(r, send("POST", fkey, {{"uploads", ""}}, req, w));
-      if (r.status != 200) return status_from_http(r, w);
-      return Status();
-    });
-    if (!s.ok()) return s;
-    upload_id = xml_value(r.body, "UploadId");
-    if (upload_id.empty()) return Status(ErrorCode::kCorrupt, w + ": no UploadId in the reply");
-  }
+  LC_ASSIGN_OR_RETURN(std::string upload_id, initiate_multipart(fkey, w));
 
   // Producer (this thread) reads parts; `plan.concurrency` workers upload them.
   std::mutex mu;  // guards everything below until the workers are joined
@@ -335,18 +322,43 @@ Result<ObjectInfo> S3ObjectStore::put_multipart(std::string_view key, Part first
   }
   for (auto& t : workers) t.join();
 
+  if (!error.ok()) {
+    Status aborted = abort_multipart_upload(key, upload_id);
+    if (!aborted.ok()) return error.with_context("upload failed and could not be aborted (" + aborted.message() + ")");
+    return error;
+  }
+  return finish_multipart(key, upload_id, etags, opts.create_only, total);
+}
+
+Result<std::string> S3ObjectStore::initiate_multipart(const std::string& fkey, const std::string& w) {
+  HttpResponse r;
+  Status s = part_retry_.run(w, [&]() -> Status {
+    HttpRequest req;
+    req.headers.emplace_back("content-type", kArchiveContentType);  // the object's type, not the POST's XML
+    LC_ASSIGN_OR_RETURN(r, send("POST", fkey, {{"uploads", ""}}, req, w));
+    if (r.status != 200) return status_from_http(r, w);
+    return Status();
+  });
+  if (!s.ok()) return s;
+  std::string upload_id = xml_value(r.body, "UploadId");
+  if (upload_id.empty()) return Status(ErrorCode::kCorrupt, w + ": no UploadId in the reply");
+  return upload_id;
+}
+
+Result<ObjectInfo> S3ObjectStore::finish_multipart(std::string_view key, const std::string& upload_id,
+                                                   const std::vector<std::string>& etags, bool create_only, uint64_t total) {
+  const std::string fkey = full_key(key);
+  const std::string w = what("multipart PUT", key);
   auto fail = [&](Status s) -> Status {
     Status aborted = abort_multipart_upload(key, upload_id);
     if (!aborted.ok()) return s.with_context("upload failed and could not be aborted (" + aborted.message() + ")");
     return s;
   };
-  if (!error.ok()) return fail(error);
-
-  if (opts.create_only) {
+  if (create_only) {
     Status still_free = check_absent(key);
     if (!still_free.ok()) return fail(still_free);
   }
-  bool conditional = opts.create_only && !conditional_put_unsupported_.load();
+  bool conditional = create_only && !conditional_put_unsupported_.load();
   auto done = complete_multipart(fkey, upload_id, etags, conditional);
   if (!done.ok()) return fail(done.error());
   if (conditional && (done->status == 501 || done->status == 400)) {
@@ -354,7 +366,7 @@ Result<ObjectInfo> S3ObjectStore::put_multipart(std::string_view key, Part first
     done = complete_multipart(fkey, upload_id, etags, false);
     if (!done.ok()) return fail(done.error());
   }
-  if (done->status == 412 || (done->status == 409 && opts.create_only))
+  if (done->status == 412 || (done->status == 409 && create_only))
     return fail(Status(ErrorCode::kAlreadyExists, "object " + std::string(key) + " already exists in " + describe()));
   if (done->status != 200) return fail(status_from_http(*done, w));
   return ObjectInfo{std::string(key), total, xml_value(done->body, "ETag"), static_cast<int64_t>(std::time(nullptr))};

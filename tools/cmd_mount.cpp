@@ -125,6 +125,7 @@ int run_mount(ArgParser& args) {
   std::optional<SaveRecord> record;  // store entries only: what unmount --save needs
   std::optional<ResolvedEntry> resolved;  // store entries only: printed once the mounts serve
   std::string store_name;
+  std::string base_etag;             // of the entry mounted
   if (from_archive) {
     auto file = LocalFileSource::open(args.get("archive"));
     if (!file.ok()) return fail(file.error());
@@ -163,6 +164,7 @@ int run_mount(ArgParser& args) {
     info.key = entry->match->key;
     resolved = *entry;
     store_name = (*store)->describe();
+    base_etag = entry->match->object.etag;
     record = SaveRecord{"", entry->primary_key, args.get("scope"), entry->cache_hit(), ::getpid(), "", recorded_store_args(args), ""};
   }
 
@@ -230,6 +232,8 @@ int run_mount(ArgParser& args) {
       r.state_dir = state_dir;
       r.cache_dir = absolute_path(cache_dir);  // the incremental save reads base frames from it
       r.xattrs = xattrs_to_keep(filesystem.index());
+      r.base_etag = base_etag;
+      r.base_member = filesystem.index().path(pl.root);
       Status recorded = write_save_record(r);
       if (!recorded.ok()) return fail(recorded.with_context("recording the key for unmount --save"));
     }

@@ -11,6 +11,7 @@
 #include "remote/upload_sink.h"
 #include "tools/command.h"
 #include "tools/json_output.h"
+#include "tools/mount_state.h"
 #include "tools/progress.h"
 #include "tools/store_options.h"
 
@@ -61,7 +62,9 @@ int run_save(ArgParser& args) {
   if (existing.error().code() != ErrorCode::kNotFound) return report_error("save", existing.error());
 
   std::vector<format::PackRoot> roots;
-  for (const auto& p : args.positionals()) roots.push_back(format::PackRoot{p});
+  // The naming rule of every cache command (mount, restore and unmount resolve PATHs the same
+  // way): a member is named by its absolute path, whatever the current directory.
+  for (const auto& p : args.positionals()) roots.push_back(format::PackRoot{absolute_path(p)});
   format::PackConfig pack;
   pack.level = static_cast<int>(*level);
   pack.frame_size_bytes = *frame;

@@ -4,14 +4,18 @@
 #include <sys/stat.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <optional>
 #include <set>
+#include <thread>
 
 #include "format/archive.h"
 #include "fs/chunk_cache.h"
 #include "fs/overlay_changes.h"
 #include "remote/cache_keys.h"
+#include "remote/upload_sink.h"
 #include "tools/mount_state.h"
+#include "tools/save_chooser.h"
 #include "tools/store_options.h"
 
 namespace lazycache::cli {
@@ -46,26 +50,47 @@ std::shared_ptr<fs::ChunkCache> existing_chunk_cache(const std::string& recorded
 
 }  // namespace
 
+std::string member_name(const SaveRecord& r) {
+  const std::string& m = r.base_member;
+  // An index records each root's path, which must end in its member name (format/index.cpp): a
+  // path restored under another name is named by its own path.
+  if (!m.empty() && r.path.size() > m.size() && r.path.compare(r.path.size() - m.size(), m.size(), m) == 0 &&
+      r.path[r.path.size() - m.size() - 1] == '/')
+    return m;
+  const size_t first_char = r.path.find_first_not_of('/');
+  return first_char == std::string::npos ? std::string() : r.path.substr(first_char);
+}
+
+std::vector<format::PackRoot> save_roots(const std::vector<SaveRecord>& records) {
+  std::vector<format::PackRoot> roots;
+  for (const SaveRecord& r : records) roots.push_back(format::PackRoot{r.path, member_name(r)});
+  return roots;
+}
+
 Result<IncrementalSaveCounts> save_incremental(const std::vector<SaveRecord>& records,
-                                               std::shared_ptr<remote::ObjectStore> store, ByteSink& sink,
-                                               const format::PackConfig& pack) {
+                                               std::shared_ptr<remote::ObjectStore> store, const std::string& new_key,
+                                               const remote::PutOptions& put, const format::PackConfig& pack) {
   LC_ASSIGN_OR_RETURN(std::string key, mounted_key(records));
   LC_ASSIGN_OR_RETURN(std::string object_key, remote::entry_object_key(records.front().scope, key));
   auto object = store->head(object_key);
   if (!object.ok()) return object.error().with_context("the mounted entry " + object_key);
+  // The mount served one version of the base; an entry replaced since (entries are immutable,
+  // but a store can be written by anything) has other frames under the same names.
+  const std::string& mounted_etag = records.front().base_etag;
+  if (!mounted_etag.empty() && object->etag != mounted_etag)
+    return Status(ErrorCode::kPreconditionFailed, "the mounted entry " + object_key + " was replaced after it was mounted (ETag " +
+                                                      mounted_etag + ", now " + object->etag + ")");
   std::shared_ptr<const ByteSource> source = open_entry_source(store, *object);
   LC_ASSIGN_OR_RETURN(auto reader, format::ArchiveReader::open(source));
   std::shared_ptr<const format::Index> index = reader->shared_index();
 
   IncrementalSaveCounts counts;
   std::set<std::string> changed;
-  std::vector<format::PackRoot> roots;
+  const std::vector<format::PackRoot> roots = save_roots(records);
   bool any_in_base = false;
   for (const SaveRecord& r : records) {
-    roots.push_back(format::PackRoot{r.path});
-    const size_t first_char = r.path.find_first_not_of('/');
-    if (first_char == std::string::npos) return Status(ErrorCode::kUnsupported, "cannot save the file system root");
-    const std::string prefix = r.path.substr(first_char);
+    const std::string prefix = member_name(r);
+    if (prefix.empty()) return Status(ErrorCode::kUnsupported, "cannot save the file system root");
     any_in_base = any_in_base || index->lookup_path(prefix).has_value();
     LC_ASSIGN_OR_RETURN(auto listed, fs::list_upper_changes(r.state_dir + "/upper"));
     for (const auto& rel : listed) changed.insert(prefix + "/" + rel);
@@ -108,9 +133,45 @@ Result<IncrementalSaveCounts> save_incremental(const std::vector<SaveRecord>& re
     return out;
   };
 
-  LC_ASSIGN_OR_RETURN(counts.stats, format::write_incremental_archive(roots, base, changed, sink, pack));
+  // Unchanged runs copied by the store where it can; through this process where it cannot.
+  std::unique_ptr<ByteSink> sink;
+  StoreCopySink* copier = nullptr;
+  // LAZYCACHE_STORE_COPY=0: never ask the store to copy (a provider whose copies misbehave).
+  const char* copy_env = std::getenv("LAZYCACHE_STORE_COPY");
+  auto upload = copy_env && std::string(copy_env) == "0"
+                    ? Result<std::unique_ptr<remote::MultipartUpload>>(Status(ErrorCode::kUnsupported, "LAZYCACHE_STORE_COPY=0"))
+                    : store->start_upload(new_key, put);
+  if (upload.ok()) {
+    auto s = std::make_unique<StoreCopySink>(store, std::move(upload).value(), remote::RangeRequest{object_key, 0, 0, object->etag},
+                                             std::max<uint64_t>(put.part_size_bytes, 16ull << 20));
+    copier = s.get();
+    base.copy_to_sink = [copier](uint64_t offset, uint64_t length) { return copier->copy_range(offset, length); };
+    base.copy_min_bytes = copier->min_copy_bytes();
+    sink = std::move(s);
+  } else if (upload.error().code() == ErrorCode::kUnsupported) {
+    counts.no_store_copy = upload.error().message();
+    sink = std::make_unique<remote::UploadSink>(store, new_key, put);
+  } else {
+    return upload.error();
+  }
+
+  // Reuse, relayout or a full pack, whichever costs least (tools/save_chooser.h).
+  const SaveCostModel model = default_cost_model(pack.threads > 0 ? pack.threads : static_cast<int>(std::thread::hardware_concurrency()));
+  base.choose = [&](const format::IncrementalEstimate& est) {
+    SaveChoice c = choose_save(est, model);
+    counts.plan = c.why;
+    return c.choice;
+  };
+  auto written = format::write_incremental_archive(roots, base, changed, *sink, pack);
+  if (!written.ok() && written.error().code() == ErrorCode::kCancelled) return Status(ErrorCode::kCancelled, counts.plan);
+  if (!written.ok()) return written.error();
+  counts.stats = *written;
   counts.frames_from_cache = from_cache;
   counts.frames_from_store = from_store;
+  if (copier) {
+    counts.store_copy = copier->counts();
+    counts.no_store_copy = copier->copy_refused();
+  }
   return counts;
 }
 

@@ -30,6 +30,12 @@ struct SaveRecord {
   // The xattrs a save of this path stores (see xattrs_to_keep). Records without the line (older
   // mounts, misses): user.* only.
   format::XattrSet xattrs = format::XattrSet::kUser;
+  // The mounted entry as the mount saw it: its ETag (a save builds on that object only, so a base
+  // replaced since gives a full pack) and the archive path of the root mounted here (the save
+  // names this path's members as the base does: tools/incremental_save.h). Empty in records
+  // written before these lines existed and on misses.
+  std::string base_etag = std::string();
+  std::string base_member = std::string();
 
   std::string to_text() const;
   static Result<SaveRecord> parse(const std::string& text);

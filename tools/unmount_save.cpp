@@ -65,6 +65,7 @@ struct SaveOutcome {
   bool skipped_existing = false;
   format::PackStats stats;
   std::optional<IncrementalSaveCounts> incremental;  // set when the incremental path saved
+  std::string plan;  // reuse, relayout or full pack, and why (tools/save_chooser.h); empty: no choice made
   size_t hot = 0;
 };
 
@@ -87,7 +88,8 @@ Status save_group(const Group& g, SaveOutcome* out) {
   }
   if (existing.error().code() != ErrorCode::kNotFound) return existing.error();
 
-  std::vector<format::PackRoot> roots;
+  // Each path named as the entry mounted there names it.
+  const std::vector<format::PackRoot> roots = save_roots(g.records);
   format::PackConfig pack;
   pack.tool_version = std::string("lazycache ") + LC_VERSION;
   Progress progress("unmount --save", false);  // lines every few seconds in a CI log (tools/progress.h)
@@ -96,7 +98,6 @@ Status save_group(const Group& g, SaveOutcome* out) {
   };
   for (const SaveRecord& r : g.records) {
     pack.xattrs = std::max(pack.xattrs, r.xattrs);  // the entry was packed with one choice for all paths
-    roots.push_back(format::PackRoot{r.path});
     for (auto& p : hot_paths_of(r.pid, r.path)) pack.hot_paths.push_back(std::move(p));
   }
   out->hot = pack.hot_paths.size();
@@ -106,21 +107,25 @@ Status save_group(const Group& g, SaveOutcome* out) {
   put.part_size_bytes = transfer.part_size_bytes;
 
   // Mounted from an entry: build on it, compressing only what changed. Anything that stops it
-  // falls back to packing the whole merged view (the sink of the attempt is discarded unsent).
+  // falls back to packing the whole merged view (the upload of the attempt is aborted unpublished).
   if (first.pid > 0) {
-    remote::UploadSink sink(store, object_key, put);
-    auto inc = save_incremental(g.records, store, sink, pack);
+    auto inc = save_incremental(g.records, store, object_key, put, pack);
     if (inc.ok()) {
       out->stats = inc->stats.pack;
       out->incremental = *inc;
+      out->plan = inc->plan;
       return Status();
     }
     if (inc.error().code() == ErrorCode::kAlreadyExists) {
       out->skipped_existing = true;
       return Status();
     }
-    std::cerr << "lazycache unmount: incremental save not possible (" << inc.error().to_string()
-              << "); packing the whole merged view\n";
+    if (inc.error().code() == ErrorCode::kCancelled) {
+      out->plan = inc.error().message();  // the chooser's: a full pack costs less
+    } else {
+      std::cerr << "lazycache unmount: incremental save not possible (" << inc.error().to_string()
+                << "); packing the whole merged view\n";
+    }
   }
   remote::UploadSink sink(store, object_key, put);
   auto written = format::write_archive(roots, sink, pack);
@@ -138,11 +143,24 @@ Status save_group(const Group& g, SaveOutcome* out) {
 // "…, 12 frames reused / 2 compressed (0.3 MiB compressed; base frames: 10 from the chunk
 // cache, 2 from the store)" -- the figures that say whether the save was incremental.
 std::string incremental_summary(const IncrementalSaveCounts& c) {
-  char line[256];
-  std::snprintf(line, sizeof line, "%u frames reused / %u compressed (%.1f MiB compressed, %llu changed paths; base frames: %u from the chunk cache, %u from the store)",
-                c.stats.frames_reused, c.stats.frames_compressed, static_cast<double>(c.stats.bytes_compressed) / (1 << 20),
-                static_cast<unsigned long long>(c.changed_paths), c.frames_from_cache, c.frames_from_store);
-  return line;
+  constexpr double kMiB = 1 << 20;
+  // A store that turned the copies down had those frames read back from it instead.
+  const bool refused = !c.no_store_copy.empty();
+  char line[512];
+  std::snprintf(line, sizeof line, "%u frames reused / %u compressed (%.1f MiB compressed, %llu changed paths; base frames: %u copied by the store, %u from the chunk cache, %u from the store)",
+                c.stats.frames_reused, c.stats.frames_compressed, static_cast<double>(c.stats.bytes_compressed) / kMiB,
+                static_cast<unsigned long long>(c.changed_paths), refused ? 0u : c.stats.frames_copied, c.frames_from_cache,
+                c.frames_from_store + (refused ? c.stats.frames_copied : 0u));
+  std::string out = line;
+  if (refused) {
+    out += "; the store cannot copy (" + c.no_store_copy + "): reused frames went through this machine";
+  } else {
+    std::snprintf(line, sizeof line, "; uploaded %.1f MiB (%.1f MiB of it read back from the base), %.1f MiB copied in the store",
+                  static_cast<double>(c.store_copy.bytes_sent) / kMiB, static_cast<double>(c.store_copy.bytes_read_back) / kMiB,
+                  static_cast<double>(c.store_copy.bytes_copied) / kMiB);
+    out += line;
+  }
+  return out;
 }
 
 // Before a save: a busy path cannot be unmounted after it, so nothing is saved or changed.
@@ -226,6 +244,7 @@ UnmountSaveResult save_before_unmount(const std::vector<std::string>& paths, boo
                     static_cast<double>(stats.archive_bytes) / (1 << 20), stats.frames, seconds * 1000, outcome.hot);
       std::cout << "saved " << where << " as key " << first.primary_key << ": " << line;
       if (outcome.incremental) std::cout << ", " << incremental_summary(*outcome.incremental);
+      if (!outcome.plan.empty()) std::cout << "; plan: " << outcome.plan;
       std::cout << "\n";
     }
     for (const auto& r : g.records) result.done.push_back(r.path);

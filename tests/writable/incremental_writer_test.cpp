@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <functional>
 #include <set>
 #include <string>
 #include <vector>
@@ -17,6 +18,8 @@
 #include "format/golden_tree.h"
 #include "format/hashing.h"
 #include "format/incremental_writer.h"
+#include "format/dir_repeats.h"
+#include "tools/save_chooser.h"
 #include "format/tree_util.h"
 #include "format/verify.h"
 
@@ -65,9 +68,18 @@ struct Incremental {
 
 // Writes the incremental archive of `cwd`/src on top of `base_archive`, fetching base frames
 // straight from the file.
+// `copy`: the base's unchanged runs are appended by base.copy_to_sink (read straight from the
+// base file into the sink, as a store copy would, in runs of at least copy_min) instead of
+// fetch_frames. `choose`: base.choose; a kCancelled result is returned in `cancelled`.
+struct StoreCopy {
+  bool on = false;
+  uint64_t min = 0;
+};
 Incremental incremental(const std::string& cwd, const std::string& base_archive, const std::set<std::string>& changed,
                         const std::string& out, format::PackConfig config = config_with(), bool corrupt_fetch = false,
-                        const std::string& root = "src") {
+                        const std::string& root = "src", StoreCopy copy = {},
+                        std::function<format::IncrementalChoice(const format::IncrementalEstimate&)> choose = nullptr,
+                        bool* cancelled = nullptr) {
   auto reader = open_archive(base_archive);
   std::shared_ptr<const format::ArchiveReader> shared(std::move(reader));
   format::IncrementalBase base;
@@ -86,8 +98,22 @@ Incremental incremental(const std::string& cwd, const std::string& base_archive,
   REQUIRE(::chdir(cwd.c_str()) == 0);
   auto sink = LocalFileSink::create(out);
   REQUIRE(sink.ok());
+  if (copy.on) {
+    base.copy_min_bytes = copy.min;
+    base.copy_to_sink = [&](uint64_t offset, uint64_t length) -> Status {
+      std::string bytes(length, '\0');
+      LC_ASSIGN_OR_RETURN(size_t got, shared->source().read_at(offset, std::as_writable_bytes(std::span<char>(bytes))));
+      if (got != length) return Status(ErrorCode::kIo, "short read of the base");
+      return (*sink)->write(std::as_bytes(std::span<const char>(bytes)));
+    };
+  }
+  base.choose = std::move(choose);
   auto stats = format::write_incremental_archive({format::PackRoot{root}}, base, changed, **sink, config);
   REQUIRE(::chdir(old) == 0);
+  if (cancelled) {
+    *cancelled = !stats.ok() && stats.error().code() == ErrorCode::kCancelled;
+    if (*cancelled) return {};
+  }
   if (corrupt_fetch) {
     REQUIRE_FALSE(stats.ok());
     CHECK(stats.error().code() == ErrorCode::kCorrupt);
@@ -97,6 +123,19 @@ Incremental incremental(const std::string& cwd, const std::string& base_archive,
   REQUIRE(stats.ok());
   CHECK(stats->frames_reused + stats->frames_compressed == stats->pack.frames);
   return {*stats, out};
+}
+
+// GNU tar and bsdtar both restore `archive` as exactly `src` (directory mtimes included).
+void check_stock_tars(const std::string& archive, const std::string& src, const std::string& dir) {
+  REQUIRE(::mkdir(dir.c_str(), 0755) == 0);
+  for (const char* tar : {"tar", "bsdtar"}) {
+    const std::string out = dir + "/" + tar;
+    REQUIRE(::mkdir(out.c_str(), 0755) == 0);
+    std::string cmd = "zstd -q -d -c '" + archive + "' | " + tar + " -x -f - -C '" + out + "'";
+    REQUIRE(std::system(cmd.c_str()) == 0);
+    INFO(tar << " extracting " << archive);
+    CHECK(compare_trees(out + "/src", src) == "");
+  }
 }
 
 // `zstd -d | tar -x` of both archives gives the same tree; lazycache extract and verify agree.
@@ -109,6 +148,7 @@ void check_same_as_full_pack(const TempDir& t, const std::string& inc_archive, c
   }
   CHECK(compare_trees(t / ("x-inc-" + tag) + "/src", t / ("x-full-" + tag) + "/src") == "");
   CHECK(compare_trees(t / ("x-inc-" + tag) + "/src", t / "src") == "");
+  check_stock_tars(inc_archive, t / "src", t / ("tars-" + tag));
   auto reader = open_archive(inc_archive);
   auto verified = format::verify_archive(*reader);
   INFO((verified.ok() ? std::string() : verified.error().to_string()));
@@ -357,4 +397,140 @@ TEST_CASE("incremental save refuses base frames that fail their digest and commi
   incremental(t.path(), t / "base", {}, t / "inc", config_with(), true);
   struct stat st;
   CHECK(::stat((t / "inc").c_str(), &st) != 0);
+}
+
+TEST_CASE("unchanged runs appended by the store's copy give the same archive as fetched frames", "[incremental][copy]") {
+  TempDir t;
+  make_tree(t / "src");
+  pin_dir_mtimes(t / "src");
+  pack_paths(t.path(), {"src"}, t / "base", config_with());
+  write_file(t / "src/d3/f4", pattern(1234, 8));
+  REQUIRE(::unlink((t / "src/d9/f3").c_str()) == 0);
+  pin_dir_mtimes(t / "src");
+  const std::set<std::string> changed{"src/d3/f4"};
+  auto fetched = incremental(t.path(), t / "base", changed, t / "fetched");
+  auto copied = incremental(t.path(), t / "base", changed, t / "copied", config_with(), false, "src", StoreCopy{true, 3 * kFrame});
+  CHECK(copied.stats.frames_copied > 0);
+  CHECK(copied.stats.frames_copied <= copied.stats.frames_reused);
+  CHECK(copied.stats.compressed_bytes_copied >= 3 * kFrame / 4);  // runs of 3 frames at least (compressed)
+  CHECK(copied.stats.compressed_bytes_fetched < fetched.stats.compressed_bytes_fetched);
+  // The same bytes whichever way the base's frames came.
+  CHECK(slurp(t / "copied") == slurp(t / "fetched"));
+  check_same_as_full_pack(t, t / "copied", "copied");
+}
+
+TEST_CASE("the chooser takes a full pack when building on the base would cost more", "[incremental][choose]") {
+  TempDir t;
+  make_tree(t / "src");
+  pin_dir_mtimes(t / "src");
+  pack_paths(t.path(), {"src"}, t / "base", config_with());
+  cli::SaveCostModel model = cli::default_cost_model(4);
+  model.full_pack_min_saving_s = model.full_pack_min_saving_fraction = 0;  // a small tree: any saving counts
+  cli::SaveChoice seen;
+  auto choose = [&](const format::IncrementalEstimate& est) {
+    seen = cli::choose_save(est, model);
+    return seen.choice;
+  };
+  SECTION("one changed file: reuse") {
+    write_file(t / "src/d3/f4", pattern(1234, 8));
+    pin_dir_mtimes(t / "src");
+    bool cancelled = true;
+    auto inc = incremental(t.path(), t / "base", {"src/d3/f4"}, t / "inc", config_with(), false, "src", {}, choose, &cancelled);
+    INFO(seen.why);
+    CHECK_FALSE(cancelled);
+    CHECK(seen.choice == format::IncrementalChoice::kReuse);
+    CHECK(inc.stats.choice == format::IncrementalChoice::kReuse);
+    CHECK(seen.reuse_s < seen.full_s);
+    check_same_as_full_pack(t, t / "inc", "reuse");
+  }
+  SECTION("a deletion in every unit: everything would be packed again, on one core") {
+    for (int d = 0; d < 12; ++d)
+      for (int f = 0; f < 25; f += 2) REQUIRE(::unlink((t / ("src/d" + std::to_string(d) + "/f" + std::to_string(f))).c_str()) == 0);
+    std::string big = slurp(t / "src/big.bin");
+    big[0] ^= 1;
+    write_file(t / "src/big.bin", big);
+    pin_dir_mtimes(t / "src");
+    bool cancelled = false;
+    incremental(t.path(), t / "base", {"src/big.bin"}, t / "inc", config_with(), false, "src", {}, choose, &cancelled);
+    INFO(seen.why);
+    CHECK(cancelled);
+    CHECK(seen.choice == format::IncrementalChoice::kFullPack);
+    CHECK(seen.why.find("full pack") == 0);
+    struct stat st;
+    CHECK(::stat((t / "inc").c_str(), &st) != 0);  // nothing committed
+  }
+  SECTION("a new learned order: relayout while it costs less than a full pack, else keep the layout") {
+    write_file(t / "src/d3/f4", pattern(1234, 8));
+    pin_dir_mtimes(t / "src");
+    auto cfg = config_with({"src/d7/f1", "src/d2/f9", "src/d11/f0"});
+    incremental(t.path(), t / "base", {"src/d3/f4"}, t / "inc", cfg, false, "src", {}, choose);
+    INFO(seen.why);
+    CHECK(seen.choice == format::IncrementalChoice::kRelayout);
+    CHECK(seen.relayout_s >= seen.reuse_s);
+    // The same sizes with a model under which re-laying out costs more than a full pack.
+    cli::SaveCostModel costly = model;
+    costly.threads = 64;
+    costly.seconds_per_file = 0;
+    format::IncrementalEstimate est;
+    est.tree_tar_bytes = 100 << 20;
+    est.base_compressed_bytes = 30 << 20;
+    est.reuse.fresh_tar_bytes = 1 << 20;
+    est.reuse.reused_compressed_bytes = est.reuse.copied_compressed_bytes = 29 << 20;
+    est.relayout = est.reuse;
+    est.relayout->fresh_tar_bytes = 60 << 20;
+    cli::SaveChoice c = cli::choose_save(est, costly);
+    INFO(c.why);
+    CHECK(c.choice == format::IncrementalChoice::kReuse);
+  }
+}
+
+TEST_CASE("GNU tar and bsdtar restore every directory's metadata of hot-first and incremental archives", "[incremental][tars]") {
+  TempDir t;
+  make_tree(t / "src");
+  REQUIRE(::mkdir((t / "src/d4/sub").c_str(), 0700) == 0);
+  write_file(t / "src/d4/sub/s", pattern(300, 3));
+  pin_dir_mtimes(t / "src");
+  // Hot files first: their directories exist before their members (bsdtar sets them at once).
+  auto hot = config_with({"src/d4/sub/s", "src/d7/f1", "src/d2/f9", "src/big.bin"});
+  pack_paths(t.path(), {"src"}, t / "hot-first", hot);
+  check_stock_tars(t / "hot-first", t / "src", t / "tars-hot");
+  auto verified = format::verify_archive(*open_archive(t / "hot-first"));
+  CHECK(verified.ok());
+  CHECK(!open_archive(t / "hot-first")->index().dead_members().empty());  // the directories again at the end
+
+  // Incremental with changed directory metadata (a file added, one deleted: real mtimes), a new
+  // learned order, and members at the end.
+  write_file(t / "src/d5/zz-new", pattern(900, 1));
+  REQUIRE(::unlink((t / "src/d9/f3").c_str()) == 0);
+  REQUIRE(::chmod((t / "src/d4/sub").c_str(), 0750) == 0);
+  set_mtime(t / "src/d5", 1600000000, 5);
+  set_mtime(t / "src/d9", 1600000001, 7);
+  auto learned = config_with({"src/d1/f1", "src/d6/f2", "src/d5/zz-new"});
+  auto inc = incremental(t.path(), t / "hot-first", {"src/d5/zz-new"}, t / "inc", learned);
+  CHECK(inc.stats.frames_reused > 0);
+  check_stock_tars(t / "inc", t / "src", t / "tars-inc");
+  auto verified_inc = format::verify_archive(*open_archive(t / "inc"));
+  CHECK(verified_inc.ok());
+}
+
+TEST_CASE("directories_to_repeat: pre-existing directories and members after a directory's run", "[tars]") {
+  // top(0) / a(1) / {x(2), b(3) / y(4)}
+  std::vector<format::IndexNode> nodes(5);
+  nodes[1].parent = 0;
+  nodes[2].parent = 1;
+  nodes[2].type = format::EntryType::kRegular;
+  nodes[3].parent = 1;
+  nodes[4].parent = 3;
+  nodes[4].type = format::EntryType::kRegular;
+  // Depth-first: nothing to repeat.
+  CHECK(format::directories_to_repeat(nodes, {1, 2, 3, 4}).empty());
+  // y first (hot): a and b exist at their members, and x is created in a after a's member.
+  CHECK(format::directories_to_repeat(nodes, {4, 1, 2, 3}) == std::vector<uint32_t>{1});
+  // x at the end, after a's run: a again (GNU tar set it when the run ended).
+  CHECK(format::directories_to_repeat(nodes, {1, 3, 4, 2}).empty());  // x still inside a's run
+  nodes.push_back(format::IndexNode{});  // c(5), a sibling of a
+  nodes[5].parent = 0;
+  CHECK(format::directories_to_repeat(nodes, {1, 3, 4, 5, 2}) == std::vector<uint32_t>{1});
+  // b's member again at the end (a dead one before): b exists, so a is not touched.
+  CHECK(format::directories_to_repeat(nodes, {1, 2, 3, 4, 5, 3}).empty());
 }

@@ -2,9 +2,10 @@
 # SPDX-License-Identifier: MIT
 # By hand, not a CTest: incremental `unmount --save` against a full pack on the node fixture
 # (bench/make-fixture-node.sh DIR makes DIR/node_modules). Local-directory store under /tmp.
-# Usage: measure_incremental_node.sh LAZYCACHE FIXTURE_DIR [clustered|scattered]
+# Usage: measure_incremental_node.sh LAZYCACHE FIXTURE_DIR [clustered|scattered|one]
 #   clustered: 1 % of the files, consecutive in sorted path order (a package upgrade);
-#   scattered: every 100th file (the worst case for frame reuse).
+#   scattered: every 100th file (the worst case for frame reuse);
+#   one: one file (the 5000th in sorted path order).
 # Prints: a full save from disk, the incremental unmount --save after the change, whether the
 # new entry restores identically with zstd -d | tar -x, and a full pack through the mount (what
 # unmount --save did before it was incremental).
@@ -19,7 +20,8 @@ cp -a "$FIX/node_modules" "$P"
 echo "== full save from disk"; /usr/bin/time -f "%e s wall, %U s user" "$LC" save --key node-v1 "$P"
 mv "$P" "$W/twin"; mkdir "$P"
 pick() { (cd "$1" && find . -type f | LC_ALL=C sort > "$W/all"); n=$(( $(wc -l < "$W/all") / 100 ))
-        if [ "$MODE" = clustered ]; then awk -v n=$n 'NR > 5000 && NR <= 5000 + n' "$W/all"; else awk 'NR % 100 == 0' "$W/all"; fi; }
+        case $MODE in clustered) awk -v n=$n 'NR > 5000 && NR <= 5000 + n' "$W/all" ;; one) awk 'NR == 5000' "$W/all" ;;
+                      *) awk 'NR % 100 == 0' "$W/all" ;; esac; }
 pick "$W/twin" > "$W/picked"
 echo "picked $(wc -l < "$W/picked") files, $(cd "$W/twin" && tr '\n' '\0' < "$W/picked" | xargs -0 cat | wc -c) bytes"
 changes() { (cd "$1" && while read -r f; do printf '// changed\n' >> "$f"; done < "$W/picked"); }

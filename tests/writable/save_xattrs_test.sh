@@ -34,7 +34,9 @@ base_tree() {  # base_tree KEY [--xattrs]
   mkdir "$P/many" && for f in $(seq 1 100); do echo "$f" > "$P/many/$f"; done
   setfattr -n user.base -v one "$P/pkg/a.txt"
   setfattr -n user.dir -v d "$P/pkg"
-  "$LC" save --key "$1" ${2:-} "$P" > /dev/null
+  # 4 KiB frames: pkg/ (whose mtime the job changes, so its unit is packed again) and many/ are
+  # in different units.
+  "$LC" save --key "$1" --frame-size 4K ${2:-} "$P" > /dev/null
   rm -rf "$P" && mkdir -p "$P"
 }
 job() {  # the job's xattr changes, in the mount
@@ -62,7 +64,7 @@ expect_xattr x-v2 pkg/new.txt user.fresh three "set in the mount on a new file, 
 
 # 2. The whole merged view packed: the base entry is gone by the time of the save.
 "$LC" mount --key x-v3 --restore-keys x-v1 "$P" > /dev/null
-cat "$P"/pkg/* > /dev/null
+cat "$P"/pkg/* "$P"/many/* > /dev/null  # every frame in the cache: the full pack needs no store
 job mounted
 mv "$W/store/x-v1.tar.zst" "$W/x-v1.away"
 "$LC" unmount --save "$P" > "$W/out" 2>&1 || fail "unmount --save without the base: $(cat "$W/out")"

@@ -1,0 +1,160 @@
+// SPDX-License-Identifier: MIT
+// StoreCopySink (tools/store_copy_sink.h) over an upload that records its parts and enforces
+// S3's rule (every part but the last >= 5 MiB): bytes written and ranges copied interleave, short
+// ranges and the bytes before a copy are read back so no part is too small, the object holds
+// exactly the bytes asked for, and a store that refuses copies gets every byte sent.
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+
+#include "remote/local_dir_object_store.h"
+#include "tools/store_copy_sink.h"
+
+using namespace lazycache;
+using namespace lazycache::remote;
+
+namespace {
+
+constexpr uint64_t kMiB = 1 << 20;
+
+std::string pattern(uint64_t seed, uint64_t n) {
+  std::string s(n, '\0');
+  for (uint64_t i = 0; i < n; ++i) s[i] = static_cast<char>((seed * 131 + i * 7 + i / 4096) % 251);
+  return s;
+}
+
+struct Part {
+  bool copied = false;
+  uint64_t bytes = 0;
+};
+
+// Assembles the object in memory; copies read the source from the store as the server would.
+class RecordingUpload final : public MultipartUpload {
+ public:
+  RecordingUpload(ObjectStore& store, std::vector<Part>& parts, std::string& object, bool refuse_copies)
+      : store_(store), parts_(parts), object_(object), refuse_(refuse_copies) {}
+  uint64_t min_part_bytes() const override { return 5 * kMiB; }
+  uint64_t max_part_bytes() const override { return 5ull << 30; }
+  Status upload_part(int number, std::span<const std::byte> bytes) override {
+    REQUIRE(number == static_cast<int>(parts_.size()) + 1);
+    parts_.push_back(Part{false, bytes.size()});
+    object_.append(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+    return Status();
+  }
+  Status copy_part(int number, const RangeRequest& source) override {
+    if (refuse_) return Status(ErrorCode::kUnsupported, "UploadPartCopy: HTTP 501 NotImplemented");
+    REQUIRE(number == static_cast<int>(parts_.size()) + 1);
+    std::string bytes(source.length, '\0');
+    auto n = store_.get_range(source, std::as_writable_bytes(std::span<char>(bytes)));
+    REQUIRE(n.ok());
+    REQUIRE(*n == source.length);
+    parts_.push_back(Part{true, source.length});
+    object_ += bytes;
+    return Status();
+  }
+  Result<ObjectInfo> complete() override {
+    for (size_t i = 0; i + 1 < parts_.size(); ++i)
+      if (parts_[i].bytes < min_part_bytes()) return Status(ErrorCode::kInvalidArgument, "EntityTooSmall: part " + std::to_string(i + 1));
+    return ObjectInfo{"out", object_.size(), "\"e\"", 0};
+  }
+
+ private:
+  ObjectStore& store_;
+  std::vector<Part>& parts_;
+  std::string& object_;
+  bool refuse_;
+};
+
+struct Fixture {
+  std::string dir;
+  std::shared_ptr<LocalDirObjectStore> store;
+  std::string base = pattern(1, 40 * kMiB);
+  ObjectInfo base_info;
+  Fixture() {
+    char tmpl[] = "/tmp/lc-copy-sink.XXXXXX";
+    REQUIRE(::mkdtemp(tmpl) != nullptr);
+    dir = tmpl;
+    store = *LocalDirObjectStore::open(dir);
+    auto body = std::make_shared<std::string>(base);
+    size_t at = 0;
+    auto info = store->put("base", [body, &at](std::span<std::byte> out) -> Result<size_t> {
+      size_t n = std::min(out.size(), body->size() - at);
+      std::memcpy(out.data(), body->data() + at, n);
+      at += n;
+      return n;
+    }, {});
+    REQUIRE(info.ok());
+    base_info = *info;
+  }
+  ~Fixture() { std::filesystem::remove_all(dir); }
+};
+
+// A sink over a RecordingUpload of the fixture's store, copying from its "base".
+struct Recorded {
+  std::vector<Part> parts;
+  std::string object;
+  std::unique_ptr<cli::StoreCopySink> sink;
+  Recorded(Fixture& f, bool refuse_copies, uint64_t part_bytes)
+      : sink(std::make_unique<cli::StoreCopySink>(f.store, std::make_unique<RecordingUpload>(*f.store, parts, object, refuse_copies),
+                                                  RangeRequest{"base", 0, 0, f.base_info.etag}, part_bytes)) {}
+};
+
+Status write(cli::StoreCopySink& sink, const std::string& s) { return sink.write(std::as_bytes(std::span<const char>(s))); }
+
+}  // namespace
+
+TEST_CASE("store copy sink: parts of at least 5 MiB, short runs read back, exact bytes", "[copy-sink]") {
+  Fixture f;
+  Recorded r(f, false, 16 * kMiB);
+  auto& sink = *r.sink;
+  auto& parts = r.parts;
+  auto& object = r.object;
+  const std::string a = pattern(2, kMiB), b = pattern(3, 2 * kMiB);
+  REQUIRE(write(sink, a).ok());
+  REQUIRE(sink.copy_range(3, 20 * kMiB).ok());            // 1 MiB pending: 4 MiB borrowed, 16 copied
+  REQUIRE(write(sink, b).ok());
+  REQUIRE(sink.copy_range(25 * kMiB, 3 * kMiB).ok());     // short, after 2 MiB pending: read back
+  REQUIRE(sink.copy_range(28 * kMiB, 12 * kMiB).ok());    // 5 MiB pending go first, then a copy
+  REQUIRE(sink.commit().ok());
+  const std::string want = a + f.base.substr(3, 20 * kMiB) + b + f.base.substr(25 * kMiB, 15 * kMiB);
+  CHECK(object == want);
+  CHECK(sink.bytes_written() == want.size());
+  REQUIRE(parts.size() == 4);
+  CHECK((!parts[0].copied && parts[0].bytes == 5 * kMiB));
+  CHECK((parts[1].copied && parts[1].bytes == 16 * kMiB));
+  CHECK((!parts[2].copied && parts[2].bytes == 5 * kMiB));
+  CHECK((parts[3].copied && parts[3].bytes == 12 * kMiB));
+  CHECK(sink.counts().bytes_read_back == 7 * kMiB);
+  CHECK(sink.counts().bytes_copied == 28 * kMiB);
+  CHECK(sink.copy_refused().empty());
+}
+
+TEST_CASE("store copy sink: a store that refuses copies gets every byte sent, once said why", "[copy-sink]") {
+  Fixture f;
+  Recorded r(f, true, 8 * kMiB);
+  auto& sink = *r.sink;
+  auto& parts = r.parts;
+  auto& object = r.object;
+  REQUIRE(sink.copy_range(0, 30 * kMiB).ok());
+  REQUIRE(write(sink, "tail").ok());
+  REQUIRE(sink.commit().ok());
+  CHECK(object == f.base.substr(0, 30 * kMiB) + "tail");
+  CHECK(sink.copy_refused().find("NotImplemented") != std::string::npos);
+  CHECK(sink.counts().bytes_copied == 0);
+  for (const Part& p : parts) CHECK(!p.copied);
+}
+
+TEST_CASE("store copy sink: a replaced source fails the copy and nothing is published", "[copy-sink]") {
+  Fixture f;
+  auto upload = f.store->start_upload("out", PutOptions{true});
+  REQUIRE(upload.ok());
+  {
+    cli::StoreCopySink sink(f.store, std::move(upload).value(), RangeRequest{"base", 0, 0, "\"not-the-etag\""});
+    Status s = sink.copy_range(0, 10 * kMiB);
+    CHECK(s.code() == ErrorCode::kPreconditionFailed);
+  }
+  CHECK(f.store->head("out").error().code() == ErrorCode::kNotFound);
+  CHECK(std::filesystem::is_empty(f.dir + "/.lazycache-tmp"));
+}
