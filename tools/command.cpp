@@ -173,10 +173,16 @@ Result<uint64_t> ArgParser::get_size(const std::string& name) const {
   return std::stoull(v.substr(0, digits)) * mult;
 }
 
+void ArgParser::hide(const std::string& name) {
+  for (auto& s : specs_)
+    if (s.name == name) s.hidden = true;
+}
+
 std::string ArgParser::help_text() const {
   std::ostringstream os;
   os << "usage: lazycache " << command_ << " " << usage_ << "\n\noptions:\n";
   for (const auto& s : specs_) {
+    if (s.hidden) continue;
     std::string left = "--" + s.name;
     for (const auto& [short_name, long_name] : aliases_)
       if (long_name == s.name) left = short_name + ", " + left;

@@ -35,6 +35,9 @@ class ArgParser {
               std::optional<std::string> default_value = std::nullopt);       // --name VALUE
   void multi(const std::string& name, const std::string& value_name, const std::string& help);  // repeatable
   void alias(const std::string& short_name, const std::string& long_name);   // "-o" -> "output"
+  // Accepted but left out of --help (options a command takes only so that scripts can pass one
+  // set of store options to every command).
+  void hide(const std::string& name);
 
   // Returns false after printing --help (exit 0) or an error (exit 2); `exit_code` says which.
   bool parse(int& exit_code);
@@ -55,6 +58,7 @@ class ArgParser {
     std::string name, value_name, help;
     bool takes_value = false, repeatable = false;
     std::optional<std::string> default_value;
+    bool hidden = false;  // left out of help_text()
   };
   std::string command_, usage_;
   std::vector<std::string> args_;

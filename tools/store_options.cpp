@@ -26,12 +26,14 @@ void add_store_options(ArgParser& args, StoreUse use) {
   args.option("region", "REGION", "S3 region (default: $AWS_REGION, the profile's region, else us-east-1)");
   args.flag("path-style", "S3 path-style addressing (default with --endpoint)");
   args.flag("virtual-hosted", "S3 virtual-hosted addressing (default on AWS)");
-  if (use == StoreUse::kWrite) {
-    args.flag("sign-payload", "sign upload bodies with their SHA-256 instead of UNSIGNED-PAYLOAD");
-    args.option("concurrency", "N|auto", "simultaneous requests per transfer", "auto");
-    args.option("part-size", "SIZE|auto", "multipart part size (5M..5G)", "auto");
-    args.option("memory-budget", "SIZE",
-                "memory budget: an upload keeps (concurrency + 1) x part size in it; a mount its frames and fetches", "256M");
+  args.flag("sign-payload", "sign upload bodies with their SHA-256 instead of UNSIGNED-PAYLOAD");
+  args.option("concurrency", "N|auto", "simultaneous requests per transfer", "auto");
+  args.option("part-size", "SIZE|auto", "multipart part size (5M..5G)", "auto");
+  args.option("memory-budget", "SIZE",
+              "memory budget: an upload keeps (concurrency + 1) x part size in it; a mount its frames and fetches", "256M");
+  if (use == StoreUse::kRead) {
+    // Accepted (scripts pass one set of store options to every command) but not offered.
+    for (const char* name : {"sign-payload", "concurrency", "part-size", "memory-budget"}) args.hide(name);
   }
   args.option("retries", "N", "attempts per request on transient errors (5xx, 429, resets, stalls)", "5");
 }

@@ -27,8 +27,9 @@ namespace lazycache::cli {
 // --store URL (else $LAZYCACHE_STORE, else default_store_dir()), --endpoint, --region,
 // --path-style / --virtual-hosted, --sign-payload, --concurrency N|auto, --part-size SIZE|auto,
 // --memory-budget SIZE, --retries N.
-// kRead (lookup, doctor, ls/cat/info/verify/extract --key) leaves out the upload options
-// (--sign-payload, --concurrency, --part-size, --memory-budget): they would do nothing there.
+// kRead (lookup, doctor, ls/cat/info/verify/extract --key) hides the upload options
+// (--sign-payload, --concurrency, --part-size, --memory-budget) from --help: they do nothing
+// there, and are still accepted so that one set of store options works for every command.
 // mount and restore take them (a writable mount records them for `unmount --save`).
 enum class StoreUse { kRead, kWrite };
 void add_store_options(ArgParser& args, StoreUse use = StoreUse::kWrite);

@@ -20,6 +20,7 @@ for c in lookup doctor ls; do  # read-only: no upload options in their help
   ! "$LC" $c --help | grep -Eq -- '--(part-size|sign-payload|concurrency)' || fail "$c --help lists upload options"
 done
 "$LC" save --help | grep -q -- '--part-size' || fail "save --help lacks --part-size"
+"$LC" lookup --part-size 8M --concurrency 4 --key k1 > /dev/null || fail "lookup refuses the shared store options"
 
 LAZYCACHE_STOER=s3://typo "$LC" lookup --key k1 > /dev/null 2> "$W/err"
 grep -q 'warning: unknown environment variable LAZYCACHE_STOER' "$W/err" || fail "no warning for LAZYCACHE_STOER: $(cat "$W/err")"
