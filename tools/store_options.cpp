@@ -28,7 +28,12 @@ void add_store_options(ArgParser& args) {
   args.flag("sign-payload", "sign upload bodies with their SHA-256 instead of UNSIGNED-PAYLOAD");
   args.option("concurrency", "N|auto", "simultaneous requests per transfer", "auto");
   args.option("part-size", "SIZE|auto", "multipart part size (5M..5G)", "auto");
-  args.option("memory-budget", "SIZE", "upload memory budget: (concurrency + 1) x part size fits in it", "256M");
+  // One flag, both budgets of a job (issue 19): what a save uploads with, and what a mount
+  // holds its frames in (and records for its unmount --save).
+  args.option("memory-budget", "SIZE",
+              "memory budget: a save's uploads keep (concurrency + 1) x part size within it; a mount keeps its "
+              "decompressed frames and fetches in flight within it",
+              "256M");
   args.option("retries", "N", "attempts per request on transient errors (5xx, 429, resets, stalls)", "5");
 }
 
