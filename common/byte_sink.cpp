@@ -4,14 +4,14 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cstdio>
+
+#include "common/posix_files.h"
 
 namespace lazycache {
 
 Result<std::unique_ptr<LocalFileSink>> LocalFileSink::create(const std::string& path) {
-  static std::atomic<unsigned> counter{0};
-  std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
+  std::string tmp = unique_temp_name(path);
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) return errno_status("creating " + tmp);
   return std::unique_ptr<LocalFileSink>(new LocalFileSink(fd, path, tmp));
@@ -24,15 +24,7 @@ LocalFileSink::~LocalFileSink() {
 
 Status LocalFileSink::write(std::span<const std::byte> bytes) {
   if (committed_) return Status(ErrorCode::kInternal, "write after commit to " + path_);
-  size_t done = 0;
-  while (done < bytes.size()) {
-    ssize_t n = ::write(fd_, bytes.data() + done, bytes.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return errno_status("writing " + tmp_);
-    }
-    done += static_cast<size_t>(n);
-  }
+  LC_RETURN_IF_ERROR(write_all(fd_, std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()), "writing " + tmp_));
   written_ += bytes.size();
   return Status();
 }

@@ -3,8 +3,9 @@
 //
 // Choosing a code (rules every module follows):
 //  - kNotFound: the named thing does not exist (object key, archive entry, file).
-//  - kUnavailable: transient; the same call may succeed later (5xx, 429, reset, stall, timeout).
-//    Only RetryingObjectStore retries, and only this code.
+//  - kUnavailable: transient; the same call may succeed later (5xx, 429, reset, stall).
+//    Retryable, as is kTimeout (Status::retryable()): the store layer's RetryPolicy retries
+//    them (RetryingObjectStore per call, S3ObjectStore per multipart part); nothing above it does.
 //  - kCorrupt: bytes we read are wrong (magic, checksum, structure, bounds). Never retried as is.
 //  - kPreconditionFailed: the object changed under us (ETag mismatch, 412).
 //  - kUnsupported: a valid but newer/unknown format feature, or a server lacks a feature.

@@ -11,11 +11,6 @@
 
 namespace lazycache::format {
 
-void Fd::reset() {
-  if (fd_ >= 0) ::close(fd_);
-  fd_ = -1;
-}
-
 std::vector<std::string> split_path(std::string_view path) {
   std::vector<std::string> out;
   size_t i = 0;

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
-// File: format/fs_util.h -- small POSIX helpers for the writer and the extractor: an owning fd
-// and path walks that open one component at a time with O_NOFOLLOW (so paths longer than
-// PATH_MAX work, and a symlink on the way is never followed).
+// File: format/fs_util.h -- small POSIX helpers for the writer and the extractor: path walks
+// that open one component at a time with O_NOFOLLOW (so paths longer than PATH_MAX work, and a
+// symlink on the way is never followed).
 #pragma once
 
 #include <cstdint>
@@ -10,32 +10,13 @@
 #include <utility>
 #include <vector>
 
+#include "common/posix_files.h"
 #include "common/status.h"
 
 namespace lazycache::format {
 
-class Fd {
- public:
-  Fd() = default;
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() { reset(); }
-  Fd(Fd&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
-  Fd& operator=(Fd&& o) noexcept {
-    if (this != &o) {
-      reset();
-      fd_ = std::exchange(o.fd_, -1);
-    }
-    return *this;
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-  bool valid() const { return fd_ >= 0; }
-  void reset();
-
- private:
-  int fd_ = -1;
-};
+// The owning descriptor of common/posix_files.h, by its older name here.
+using Fd = ::lazycache::UniqueFd;
 
 // Splits "a//b/./c/" into {"a","b","c"}; ".." is kept (callers reject it).
 std::vector<std::string> split_path(std::string_view path);

@@ -18,6 +18,7 @@
 #include <iostream>
 #include <map>
 #include <optional>
+#include <shared_mutex>
 
 #include "fs/chunk_cache_check.h"
 #include "fs/local_files.h"
@@ -87,20 +88,30 @@ Status lmdb_status(int rc, const std::string& what) {
   return Status(code, "chunk cache: " + what + ": " + mdb_strerror(rc), rc > 0 ? rc : 0);
 }
 
-// A transaction that aborts unless committed.
+// A transaction that aborts unless committed. It holds the cache's resize mutex shared for
+// its whole life (ChunkCache::env_mu_).
 class Txn {
  public:
   Txn() = default;
-  Txn(Txn&& o) noexcept : txn_(o.txn_) { o.txn_ = nullptr; }
+  Txn(Txn&& o) noexcept : txn_(o.txn_), resize_lock_(std::move(o.resize_lock_)) { o.txn_ = nullptr; }
   Txn& operator=(Txn&&) = delete;
   ~Txn() {
     if (txn_ != nullptr) mdb_txn_abort(txn_);
   }
-  static Result<Txn> begin(MDB_env* env, bool write) {
+  static Result<Txn> begin(MDB_env* env, std::shared_mutex& resize_mu, bool write) {
     Txn t;
+    t.resize_lock_ = std::shared_lock(resize_mu);
     int rc = mdb_txn_begin(env, nullptr, write ? 0 : MDB_RDONLY, &t.txn_);
-    if (rc == MDB_MAP_RESIZED) {  // another process grew the map: adopt its size
-      mdb_env_set_mapsize(env, 0);
+    if (rc == MDB_MAP_RESIZED) {
+      // Another process grew the map: adopt its size, with no transaction of ours live (lmdb.h:
+      // mdb_env_set_mapsize is undefined while one is). No thread holds two transactions.
+      t.txn_ = nullptr;
+      t.resize_lock_.unlock();
+      {
+        std::unique_lock exclusive(resize_mu);
+        mdb_env_set_mapsize(env, 0);
+      }
+      t.resize_lock_.lock();
       rc = mdb_txn_begin(env, nullptr, write ? 0 : MDB_RDONLY, &t.txn_);
     }
     if (rc != 0) {
@@ -118,6 +129,7 @@ class Txn {
 
  private:
   MDB_txn* txn_ = nullptr;
+  std::shared_lock<std::shared_mutex> resize_lock_;
 };
 
 struct DigestKey {
@@ -212,7 +224,9 @@ Result<std::shared_ptr<ChunkCache>> ChunkCache::open(const ChunkCacheConfig& con
   LC_ASSIGN_OR_RETURN(std::string real, real_path(config.dir));
   std::lock_guard lock(registry_mu());
   if (auto existing = registry()[real].lock()) {
-    existing->max_bytes_ = std::max(existing->max_bytes_, config.max_bytes);
+    uint64_t seen = existing->max_bytes_.load();
+    while (seen < config.max_bytes && !existing->max_bytes_.compare_exchange_weak(seen, config.max_bytes)) {
+    }
     return existing;
   }
   std::shared_ptr<ChunkCache> cache(new ChunkCache(real, config));
@@ -226,7 +240,8 @@ ChunkCache::ChunkCache(std::string dir, const ChunkCacheConfig& config)
       max_bytes_(config.max_bytes),
       warn_(config.warn),
       now_(config.now),
-      free_bytes_(config.free_bytes) {
+      free_bytes_(config.free_bytes),
+      after_evict_commit_(config.after_evict_commit) {
   if (!warn_) warn_ = [](const std::string& line) { std::cerr << "lazycache: " << line << "\n"; };
   if (!now_) now_ = [] { return CacheWriteBackoff::Clock::now(); };
   if (!free_bytes_) {
@@ -313,7 +328,7 @@ Status ChunkCache::open_index_env() {
   }
   int dead = 0;
   mdb_reader_check(env_, &dead);  // slots of killed processes would pin old pages forever
-  LC_ASSIGN_OR_RETURN(Txn txn, Txn::begin(env_, true));
+  LC_ASSIGN_OR_RETURN(Txn txn, Txn::begin(env_, env_mu_, true));
   MDB_dbi dbi;
   if ((rc = mdb_dbi_open(txn.get(), "chunks", MDB_CREATE, &dbi)) != 0) return lmdb_status(rc, "open chunks table");
   dbi_chunks_ = dbi;
@@ -341,7 +356,7 @@ uint64_t ChunkCache::corrupt_removed() const {
 }
 
 bool ChunkCache::contains(const Digest128& digest) {
-  auto txn = Txn::begin(env_, false);
+  auto txn = Txn::begin(env_, env_mu_, false);
   if (!txn.ok()) return false;
   return get_row(txn->get(), dbi_chunks_, digest).has_value();
 }
@@ -349,7 +364,7 @@ bool ChunkCache::contains(const Digest128& digest) {
 Result<std::string> ChunkCache::get(const Digest128& digest) {
   std::optional<Row> row;
   {
-    LC_ASSIGN_OR_RETURN(Txn txn, Txn::begin(env_, false));
+    LC_ASSIGN_OR_RETURN(Txn txn, Txn::begin(env_, env_mu_, false));
     row = get_row(txn.get(), dbi_chunks_, digest);
   }
   if (!row) return Status(ErrorCode::kNotFound, "chunk " + digest_hex(digest) + " not cached");
@@ -383,7 +398,7 @@ Result<std::string> ChunkCache::get(const Digest128& digest) {
 }
 
 Status ChunkCache::remove_row(const Digest128& d) {
-  LC_ASSIGN_OR_RETURN(Txn txn, Txn::begin(env_, true));
+  LC_ASSIGN_OR_RETURN(Txn txn, Txn::begin(env_, env_mu_, true));
   auto row = get_row(txn.get(), dbi_chunks_, d);
   if (!row) return Status();
   DigestKey key(d);
@@ -425,12 +440,12 @@ Status ChunkCache::flush() {
     hits.swap(pending_);
   }
   if (hits.empty()) return Status();
-  LC_ASSIGN_OR_RETURN(Txn txn, Txn::begin(env_, true));
+  LC_ASSIGN_OR_RETURN(Txn txn, Txn::begin(env_, env_mu_, true));
   LC_RETURN_IF_ERROR(apply_hits(txn.get(), dbi_chunks_, dbi_lru_, dbi_meta_, hits));
   return txn.commit();
 }
 
-Status ChunkCache::evict_locked(void* raw_txn, uint64_t target_bytes, std::vector<Digest128>& unlink, uint64_t& freed) {
+Status ChunkCache::evict_locked(void* raw_txn, uint64_t target_bytes, std::vector<Digest128>& evicted, uint64_t& freed) {
   auto* txn = static_cast<MDB_txn*>(raw_txn);
   uint64_t total = get_meta(txn, dbi_meta_, "total");
   if (total <= target_bytes) return Status();
@@ -448,7 +463,8 @@ Status ChunkCache::evict_locked(void* raw_txn, uint64_t target_bytes, std::vecto
         mdb_del(txn, dbi_chunks_, &key, nullptr);
         total = total >= row->size ? total - row->size : 0;
         freed += row->size;
-        unlink.push_back(d);
+        ::unlink(blob_path(d).c_str());  // before the commit: see chunk_cache.h
+        evicted.push_back(d);
       }
     }
     mdb_cursor_del(cur, 0);
@@ -506,7 +522,7 @@ Status ChunkCache::make_room(uint64_t size) {
   std::vector<Digest128> evicted;
   uint64_t freed = 0, total = 0;
   {
-    auto txn = Txn::begin(env_, true);
+    auto txn = Txn::begin(env_, env_mu_, true);
     if (!txn.ok()) {
       release(size);
       return txn.error();
@@ -528,7 +544,7 @@ Status ChunkCache::make_room(uint64_t size) {
       return evicting;
     }
   }
-  for (const Digest128& d : evicted) ::unlink(blob_path(d).c_str());
+  if (!evicted.empty() && after_evict_commit_) after_evict_commit_();
   bool first = false;
   {
     std::lock_guard lock(write_mu_);
@@ -539,7 +555,7 @@ Status ChunkCache::make_room(uint64_t size) {
   if (first) {
     warn_("chunk cache " + dir_ + ": its filesystem has only " + size_text(free) + " free and " + size_text(min_free_) +
           " must stay free for other files: evicting older chunks to make room (the cache holds " +
-          size_text(total - freed) + "; its bound is " + size_text(max_bytes_) + ")");
+          size_text(total - freed) + "; its bound is " + size_text(max_bytes()) + ")");
   }
   return Status();
 }
@@ -558,8 +574,11 @@ Status ChunkCache::insert_row(const Digest128& digest, uint64_t size) {
   std::vector<Digest128> evicted;
   uint64_t freed = 0;
   {
-    LC_ASSIGN_OR_RETURN(Txn txn, Txn::begin(env_, true));
+    LC_ASSIGN_OR_RETURN(Txn txn, Txn::begin(env_, env_mu_, true));
     LC_RETURN_IF_ERROR(apply_hits(txn.get(), dbi_chunks_, dbi_lru_, dbi_meta_, hits));
+    // Under LMDB's writer lock, as evictions unlink: a blob another process's eviction removed
+    // after our rename gets no row (a miss later, never a row without its file).
+    if (::access(blob_path(digest).c_str(), F_OK) != 0) return txn.commit();
     uint64_t seq = get_meta(txn.get(), dbi_meta_, "seq") + 1;
     Row row{size, seq};
     DigestKey dk(digest);
@@ -572,10 +591,10 @@ Status ChunkCache::insert_row(const Digest128& digest, uint64_t size) {
     if ((rc = mdb_put(txn.get(), dbi_lru_, &lv, &empty, 0)) != 0) return lmdb_status(rc, "insert lru");
     LC_RETURN_IF_ERROR(put_meta(txn.get(), dbi_meta_, "seq", seq));
     LC_RETURN_IF_ERROR(put_meta(txn.get(), dbi_meta_, "total", get_meta(txn.get(), dbi_meta_, "total") + size));
-    LC_RETURN_IF_ERROR(evict_locked(txn.get(), max_bytes_, evicted, freed));
+    LC_RETURN_IF_ERROR(evict_locked(txn.get(), max_bytes(), evicted, freed));
     LC_RETURN_IF_ERROR(txn.commit());
   }
-  for (const Digest128& d : evicted) ::unlink(blob_path(d).c_str());
+  if (!evicted.empty() && after_evict_commit_) after_evict_commit_();
   return Status();
 }
 
@@ -625,11 +644,11 @@ Status ChunkCache::put(const Digest128& digest, std::span<const std::byte> bytes
 
 Result<ChunkCacheStats> ChunkCache::stats() {
   LC_RETURN_IF_ERROR(flush());
-  LC_ASSIGN_OR_RETURN(Txn txn, Txn::begin(env_, false));
+  LC_ASSIGN_OR_RETURN(Txn txn, Txn::begin(env_, env_mu_, false));
   MDB_stat st;
   int rc = mdb_stat(txn.get(), dbi_chunks_, &st);
   if (rc != 0) return lmdb_status(rc, "stat");
-  return ChunkCacheStats{st.ms_entries, get_meta(txn.get(), dbi_meta_, "total"), max_bytes_};
+  return ChunkCacheStats{st.ms_entries, get_meta(txn.get(), dbi_meta_, "total"), max_bytes()};
 }
 
 Result<ChunkCacheGcReport> ChunkCache::gc() {
@@ -637,11 +656,11 @@ Result<ChunkCacheGcReport> ChunkCache::gc() {
   ChunkCacheGcReport report;
   std::vector<Digest128> evicted;
   {
-    LC_ASSIGN_OR_RETURN(Txn txn, Txn::begin(env_, true));
-    LC_RETURN_IF_ERROR(evict_locked(txn.get(), max_bytes_, evicted, report.bytes_freed));
+    LC_ASSIGN_OR_RETURN(Txn txn, Txn::begin(env_, env_mu_, true));
+    LC_RETURN_IF_ERROR(evict_locked(txn.get(), max_bytes(), evicted, report.bytes_freed));
     LC_RETURN_IF_ERROR(txn.commit());
   }
-  for (const Digest128& d : evicted) ::unlink(blob_path(d).c_str());
+  if (!evicted.empty() && after_evict_commit_) after_evict_commit_();
   report.evicted_chunks = evicted.size();
   {
     std::lock_guard lock(write_mu_);
@@ -681,7 +700,7 @@ Result<ChunkCacheGcReport> ChunkCache::gc() {
   // Rows whose blob is gone.
   std::vector<Digest128> missing;
   {
-    LC_ASSIGN_OR_RETURN(Txn txn, Txn::begin(env_, false));
+    LC_ASSIGN_OR_RETURN(Txn txn, Txn::begin(env_, env_mu_, false));
     MDB_cursor* cur = nullptr;
     if (mdb_cursor_open(txn.get(), dbi_chunks_, &cur) == 0) {
       MDB_val k, v;
@@ -707,7 +726,7 @@ Status ChunkCache::clear() {
     pending_.clear();
   }
   {
-    LC_ASSIGN_OR_RETURN(Txn txn, Txn::begin(env_, true));
+    LC_ASSIGN_OR_RETURN(Txn txn, Txn::begin(env_, env_mu_, true));
     int rc = mdb_drop(txn.get(), dbi_chunks_, 0);
     if (rc == 0) rc = mdb_drop(txn.get(), dbi_lru_, 0);
     if (rc != 0) return lmdb_status(rc, "clear");

@@ -50,8 +50,10 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <atomic>
 #include <optional>
 #include <mutex>
+#include <shared_mutex>
 #include <span>
 #include <string>
 #include <vector>
@@ -81,6 +83,9 @@ struct ChunkCacheConfig {
   // (defaults: steady_clock, statvfs f_bavail).
   std::function<CacheWriteBackoff::Clock::time_point()> now;
   std::function<Result<uint64_t>()> free_bytes;
+  // Tests: runs after an eviction's transaction committed (its blobs are already unlinked), the
+  // moment another process's put() of an evicted digest can run.
+  std::function<void()> after_evict_commit;
 };
 
 struct ChunkCacheStats {
@@ -134,7 +139,7 @@ class ChunkCache {
   Status clear();
 
   const std::string& dir() const { return dir_; }
-  uint64_t max_bytes() const { return max_bytes_; }
+  uint64_t max_bytes() const { return max_bytes_.load(std::memory_order_relaxed); }
   uint64_t corrupt_removed() const;
   uint64_t min_free_bytes() const { return min_free_; }
   // True while writes are paused after a failure (see the top of this file).
@@ -163,13 +168,21 @@ class ChunkCache {
   Status write_failed(const Status& failure);
   std::string blob_path(const Digest128& d) const;
   Status remove_row(const Digest128& d);
-  // Evicts within the open write transaction; appends blobs to unlink after commit.
-  Status evict_locked(void* txn, uint64_t target_bytes, std::vector<Digest128>& unlink, uint64_t& freed);
+  // Evicts within the open write transaction and unlinks the evicted blobs before it commits:
+  // LMDB's writer lock then orders each unlink with every other process's insert_row (which
+  // checks its blob is there under the same lock), so no row is left without its file. A failed
+  // commit leaves rows whose blob is gone: get() treats them as misses and drops them.
+  Status evict_locked(void* txn, uint64_t target_bytes, std::vector<Digest128>& evicted, uint64_t& freed);
   Status flush_locked();
 
   const std::string dir_;
-  uint64_t max_bytes_;
+  // Raised by a later open() of the same directory while other threads evict: atomic.
+  std::atomic<uint64_t> max_bytes_;
   MDB_env* env_ = nullptr;
+  // Every transaction holds it shared; adopting a map grown by another process
+  // (mdb_env_set_mapsize after MDB_MAP_RESIZED) holds it exclusive, as lmdb.h requires that no
+  // transaction of this process be live then.
+  mutable std::shared_mutex env_mu_;
   unsigned dbi_chunks_ = 0, dbi_lru_ = 0, dbi_meta_ = 0;
   mutable std::mutex pending_mu_;  // guards pending_, corrupt_removed_; never held across LMDB calls
                            // except in flush_locked (taken before any write transaction)
@@ -181,6 +194,7 @@ class ChunkCache {
   std::function<void(const std::string&)> warn_;
   std::function<CacheWriteBackoff::Clock::time_point()> now_;
   std::function<Result<uint64_t>()> free_bytes_;
+  std::function<void()> after_evict_commit_;
   mutable std::mutex write_mu_;  // guards the fields below; never held across I/O
   CacheWriteBackoff backoff_;
   bool floor_warned_ = false;

@@ -11,8 +11,8 @@
 //
 // Identity: an EntryId names an index entry. Hardlinked names share one canonical id (the group's
 // first entry), which lookup() returns, so the FUSE adapter gives them one inode number.
-// The adapter (fs/fuse_adapter.h) maps kernel inode numbers to ids; nothing here knows FUSE, so a
-// writable upper layer can wrap this class later (issue 5) without touching the glue.
+// The adapter (fs/fuse_adapter.h) maps kernel inode numbers to ids; nothing here knows FUSE. The
+// writable upper layer (fs/overlay.h) wraps this class the same way.
 //
 // Caveats (the operating rules):
 //  - The archive is immutable: attributes never change while mounted, so the adapter hands out

@@ -1,32 +1,17 @@
 // SPDX-License-Identifier: MIT
-// File: fs/local_files.h -- small local-file helpers for fs/ (chunk blobs, state files).
-// All blocking; thread-safe (no shared state). Errors carry the path and errno (kIo, kNotFound,
-// kPermissionDenied).
+// File: fs/local_files.h -- the file helpers of fs/ (chunk blobs, state files): they live in
+// common/posix_files.h now; these names keep fs::make_dirs etc. working for existing callers.
 #pragma once
 
-#include <sys/types.h>
-
-#include <cstddef>
-#include <span>
-#include <string>
-#include <vector>
-
-#include "common/status.h"
+#include "common/posix_files.h"
 
 namespace lazycache::fs {
 
-// mkdir -p with mode 0755.
-Status make_dirs(const std::string& path);
-Result<std::string> real_path(const std::string& path);
-// The whole file, refusing files larger than max_bytes (kCorrupt).
-Result<std::string> read_whole_file(const std::string& path, size_t max_bytes);
-// Creates `path` (which must not exist) with `mode` (less the umask) and writes `bytes`; on
-// failure removes what it wrote.
-Status write_new_file(const std::string& path, std::span<const std::byte> bytes, mode_t mode = 0644);
-// Writes PATH.tmp.<pid> (created with `mode`) and renames it over `path`: readers see the old
-// or the new content, and the file never has a wider mode than `mode`.
-Status replace_file(const std::string& path, const std::string& content, mode_t mode = 0644);
-// Names in a directory except "." and ".."; empty if it cannot be read.
-std::vector<std::string> list_dir(const std::string& path);
+using ::lazycache::list_dir;
+using ::lazycache::make_dirs;
+using ::lazycache::read_whole_file;
+using ::lazycache::real_path;
+using ::lazycache::replace_file;
+using ::lazycache::write_new_file;
 
 }  // namespace lazycache::fs

@@ -9,7 +9,8 @@
 //            ".wh..wh..opq" in a directory hides every archive entry below it (opaque);
 //   work/    copy-up temp files, renamed into upper/ once complete (a crash never leaves a
 //            half-copied file in upper/).
-// Names starting with ".wh." are therefore reserved: creating one through the overlay is EPERM.
+// Names starting with ".wh." are therefore reserved: creating one through the overlay is EPERM
+// (the names are in fs/overlay_layout.h).
 //
 // Identity: inode numbers are what the FUSE adapter hands the kernel. The mount root is 1, an
 // archive entry N is N + 2 (hardlinks: the group's canonical id), and it keeps that number when
@@ -30,20 +31,31 @@
 // Caveats: RENAME_EXCHANGE is not supported (EINVAL). Special files
 // (devices, fifos, sockets) cannot be created (EPERM): an archive cannot hold them.
 //
-// Thread-safety: every method may be called from any thread. Metadata changes and copy-up are
-// serialised by one mutex (mu_); reads and writes of open files run in parallel on their own
-// descriptors. Lock order: mu_ before a Handle's mu.
+// Thread-safety: every method may be called from any thread. Metadata changes are serialised by
+// one mutex (mu_); reads and writes of open files run in parallel on their own descriptors. A
+// file's copy-up does not hold mu_ while it reads the archive (up to the read timeout per frame):
+// under mu_ the operation finds it needs a copy, marks the inode as being fetched and drops mu_;
+// the bytes go to a temp file in work/; then, under mu_ again, the operation starts over (the
+// tree may have changed meanwhile), finds the fetched copy, renames it into upper/ and switches
+// the open handles to it. Lookups, getattr and listings of the rest of the mount go on
+// meanwhile; a second operation on the same inode waits for that fetch. The copy of a renamed
+// archive directory (every file below it) still runs under mu_. Handles are shared: a release()
+// while a read or write of the handle is in flight (which the kernel does not send) only drops
+// the table's reference. Lock order: mu_ before a Handle's mu.
 #pragma once
 
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/types.h>
 
+#include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <string_view>
@@ -165,7 +177,42 @@ class Overlay {
     struct stat st {};             // lstat of the upper entry
   };
 
+  // A file copy-up that needs archive bytes: what the operation asked for under mu_.
+  struct FetchRequest {
+    uint64_t ino = 0;
+    EntryId lower_id = 0;
+    uint64_t size = 0;  // bytes to copy (a truncate copies fewer)
+  };
+  // Its result: a complete copy in work/, valid for the one lock hold that consumes it.
+  struct Fetched {
+    FetchRequest request;
+    std::string tmp;
+  };
+
   Overlay(Filesystem& lower, EntryId root, OverlayConfig config);
+
+  // Runs `body` under mu_; when it stops because a file must be fetched for its copy-up
+  // (copy_up_entry set need_fetch_), fetches it without mu_ and runs `body` again, which then
+  // installs the copy (or finds the tree changed and decides anew).
+  template <typename F>
+  auto with_copy_up(F&& body) -> decltype(body()) {
+    std::unique_lock lock(mu_);
+    while (true) {
+      need_fetch_.reset();
+      auto r = body();
+      discard_fetched();
+      if (!need_fetch_) return r;
+      if (Status s = fetch_without_lock(lock); !s.ok()) return s;
+    }
+  }
+  // Fetches need_fetch_ into work/ with mu_ dropped (or waits for the thread already fetching
+  // that inode); returns with mu_ held and fetched_ set.
+  Status fetch_without_lock(std::unique_lock<std::mutex>& lock);
+  void discard_fetched();
+  // A complete copy of archive entry `id` (its first `size` bytes, xattrs, owner, mode, mtime)
+  // in a new temp file of work/. No overlay state: runs without mu_. Nothing is left behind
+  // on failure.
+  Result<std::string> fetch_into_work(EntryId id, uint64_t size) const;
 
   // All private helpers expect mu_ held.
   Result<Node*> node(uint64_t ino);
@@ -183,10 +230,18 @@ class Overlay {
   void drop_link(uint64_t parent, std::string_view name);
   Status ensure_upper_dir(uint64_t ino);
   Status ensure_upper_dir_path(const std::string& rel, EntryId lower_id, uint64_t ino);
+  // A file that needs archive bytes stops the operation (see with_copy_up) unless its copy was
+  // fetched already or `fetch_here` (copy_up_tree: a directory's files, fetched under mu_).
   Status copy_up(uint64_t ino, std::optional<uint64_t> size_limit = std::nullopt);
-  Status copy_up_entry(const std::string& rel, EntryId lower_id, uint64_t ino, std::optional<uint64_t> size_limit);
+  Status copy_up_entry(const std::string& rel, EntryId lower_id, uint64_t ino, std::optional<uint64_t> size_limit,
+                       bool fetch_here = false);
   Status copy_up_tree(const std::string& rel, EntryId lower_id, uint64_t ino);
   Status link_group_up(EntryId canonical_id, const std::string& copy);
+  // The mount-relative archive paths of hardlink group `canonical_id` (a scan of the index).
+  std::vector<std::string> group_paths(EntryId canonical_id) const;
+  // True when archive path `rel` still shows its archive entry (no whiteout, opaque parent or
+  // upper entry on the way).
+  bool archive_path_visible(const std::string& rel) const;
   Status clear_whiteout(const std::string& rel_dir, std::string_view name);
   Status make_whiteout(const std::string& rel_dir, std::string_view name);
   Result<std::vector<DirEntryInfo>> list_at(const std::string& rel, bool has_upper, std::optional<EntryId> lower);
@@ -194,7 +249,9 @@ class Overlay {
   Status prepare_new_name(uint64_t parent, std::string_view name, bool* had_whiteout);
   Result<OverlayEntry> create_empty_file(uint64_t parent, std::string_view name, uint32_t mode, const Caller& who);
   void forget_upper_inode(const struct stat& st);
-  Result<Handle*> handle(uint64_t h);
+  Result<std::shared_ptr<Handle>> handle(uint64_t h);
+  // The rename itself (rename() runs it through with_copy_up).
+  Status rename_locked(uint64_t parent, std::string_view name, uint64_t new_parent, std::string_view new_name, unsigned flags);
 
   Filesystem& lower_;
   const EntryId root_;
@@ -205,11 +262,18 @@ class Overlay {
   std::unordered_map<uint64_t, Node> nodes_;
   std::map<std::pair<uint64_t, std::string>, uint64_t> names_;  // (parent, name) -> inode, known names
   std::unordered_map<uint64_t, uint64_t> upper_ino_;  // upper st_ino -> our inode number
-  std::unordered_map<uint64_t, std::unique_ptr<Handle>> handles_;
+  std::unordered_map<uint64_t, std::shared_ptr<Handle>> handles_;
+  std::optional<FetchRequest> need_fetch_;  // set by copy_up_entry, read by with_copy_up
+  std::optional<Fetched> fetched_;
+  std::set<uint64_t> fetching_;  // inodes whose copy is being fetched without mu_
+  std::condition_variable fetch_done_;  // a fetch ended: its waiters decide anew
   uint64_t next_ino_ = 0;
   uint64_t next_handle_ = 1;
-  uint64_t temp_counter_ = 0;
+  mutable std::atomic<uint64_t> temp_counter_{0};  // work/ temp names; used without mu_
   uint64_t copy_ups_ = 0;
+  // Set once upper/ may hold a whiteout: until then an archive hardlink group's link count is
+  // the archive's, after it is counted (lower_stat).
+  bool may_have_whiteouts_ = false;
 };
 
 }  // namespace lazycache::fs

@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <cerrno>
 
+#include "fs/overlay_layout.h"
+
 namespace lazycache::fs {
 
 namespace {
@@ -25,7 +27,7 @@ Status walk(int dir_fd, const std::string& rel, const std::string& upper_dir, st
   errno = 0;
   while (dirent* de = ::readdir(d)) {
     std::string name = de->d_name;
-    if (name == "." || name == ".." || name.rfind(".wh.", 0) == 0) continue;
+    if (name == "." || name == ".." || overlay_reserved_name(name)) continue;
     std::string path = rel.empty() ? name : rel + "/" + name;
     struct stat st;
     if (::fstatat(::dirfd(d), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {

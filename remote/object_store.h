@@ -3,8 +3,9 @@
 //
 // Implementations: LocalDirObjectStore (the embedded default, file:// or a plain path),
 // S3ObjectStore (s3://bucket/prefix, own SigV4 signer), HttpObjectStore (read-only http(s)://).
-// Decorators (RetryingObjectStore, and in remote/testing/: MemoryObjectStore,
-// FaultInjectingObjectStore) derive from ObjectStoreWrapper.
+// Decorators (RetryingObjectStore, and remote/testing/'s FaultInjectingObjectStore) derive from
+// ObjectStoreWrapper; remote/testing/'s MemoryObjectStore is a store of its own (in memory, for
+// unit tests), not a wrapper.
 //
 // Contract for every method:
 //  - Thread-safe; blocking; synchronous.

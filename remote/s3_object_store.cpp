@@ -288,32 +288,50 @@ Result<ObjectInfo> S3ObjectStore::put_multipart(std::string_view key, Part first
     }
   };
   std::vector<std::thread> workers;
-  for (int i = 0; i < plan.concurrency; ++i) workers.emplace_back(worker);
-
-  for (int number = 2;; ++number) {
+  // However the producer leaves (an exception: bad_alloc of a part, a throwing body, no thread
+  // to start), the workers are stopped and joined first: a joinable std::thread destroyed by the
+  // unwinding would be std::terminate, and a worker waiting for parts would never return.
+  auto stop_workers = [&] {
     {
-      std::unique_lock lock(mu);
-      cv.wait(lock, [&] { return parts_alive < static_cast<size_t>(plan.concurrency) + 1 || !error.ok(); });
-      if (!error.ok()) break;
-      ++parts_alive;
+      std::lock_guard lock(mu);
+      if (error.ok()) error = Status(ErrorCode::kInternal, w + ": the upload was cancelled");
+      reading_done = true;
+      cv.notify_all();
     }
-    Part part{number, std::vector<std::byte>(plan.part_size_bytes)};
-    auto n = fill(body, part.bytes);
-    std::lock_guard lock(mu);
-    if (!n.ok() || *n == 0 || number > static_cast<int>(kMaxParts)) {
-      --parts_alive;
-      if (!n.ok()) error = n.error().with_context(w + ": reading the body");
-      else if (*n != 0)
-        error = Status(ErrorCode::kResourceExhausted, w + ": more than 10,000 parts of " +
-                                                          std::to_string(plan.part_size_bytes) + " bytes; use a larger --part-size");
-      break;
+    for (auto& t : workers) t.join();
+  };
+  try {
+    for (int i = 0; i < plan.concurrency; ++i) workers.emplace_back(worker);
+
+    for (int number = 2;; ++number) {
+      {
+        std::unique_lock lock(mu);
+        cv.wait(lock, [&] { return parts_alive < static_cast<size_t>(plan.concurrency) + 1 || !error.ok(); });
+        if (!error.ok()) break;
+        ++parts_alive;
+      }
+      Part part{number, std::vector<std::byte>(plan.part_size_bytes)};
+      auto n = fill(body, part.bytes);
+      std::lock_guard lock(mu);
+      if (!n.ok() || *n == 0 || number > static_cast<int>(kMaxParts)) {
+        --parts_alive;
+        if (!n.ok()) error = n.error().with_context(w + ": reading the body");
+        else if (*n != 0)
+          error = Status(ErrorCode::kResourceExhausted, w + ": more than 10,000 parts of " +
+                                                            std::to_string(plan.part_size_bytes) + " bytes; use a larger --part-size");
+        break;
+      }
+      part.bytes.resize(*n);
+      total += *n;
+      etags.resize(number);
+      queue.push_back(std::move(part));
+      cv.notify_all();
+      if (*n < plan.part_size_bytes) break;  // the body ended inside this part
     }
-    part.bytes.resize(*n);
-    total += *n;
-    etags.resize(number);
-    queue.push_back(std::move(part));
-    cv.notify_all();
-    if (*n < plan.part_size_bytes) break;  // the body ended inside this part
+  } catch (...) {
+    stop_workers();
+    ignore_error(abort_multipart_upload(key, upload_id), "the store's lifecycle rule removes a pending upload");
+    throw;
   }
   {
     std::lock_guard lock(mu);

@@ -5,24 +5,12 @@
 #include <algorithm>
 #include <cstring>
 
+#include "common/posix_files.h"
 #include "tools/archive_input.h"
 #include "tools/command.h"
 
 namespace lazycache::cli {
 namespace {
-
-Status write_all(const char* p, size_t n) {
-  while (n > 0) {
-    ssize_t w = ::write(STDOUT_FILENO, p, n);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      return errno_status("writing to stdout");
-    }
-    p += w;
-    n -= static_cast<size_t>(w);
-  }
-  return Status();
-}
 
 Status cat_file(const format::ArchiveReader& reader, const std::string& path) {
   const format::Index& idx = reader.index();
@@ -38,7 +26,7 @@ Status cat_file(const format::ArchiveReader& reader, const std::string& path) {
     const format::FrameInfo& f = idx.frames()[fi];
     uint64_t from = std::max(e.data_offset, f.uncompressed_offset);
     uint64_t to = std::min(e.data_offset + e.size, f.uncompressed_offset + f.uncompressed_size);
-    LC_RETURN_IF_ERROR(write_all(data.data() + (from - f.uncompressed_offset), to - from));
+    LC_RETURN_IF_ERROR(write_all(STDOUT_FILENO, std::string_view(data).substr(from - f.uncompressed_offset, to - from), "writing to stdout"));
   }
   return Status();
 }

@@ -29,8 +29,12 @@ void add_store_options(ArgParser& args, StoreUse use) {
   args.flag("sign-payload", "sign upload bodies with their SHA-256 instead of UNSIGNED-PAYLOAD");
   args.option("concurrency", "N|auto", "simultaneous requests per transfer", "auto");
   args.option("part-size", "SIZE|auto", "multipart part size (5M..5G)", "auto");
+  // One flag, both budgets of a job (issue 19): what a save uploads with, and what a mount
+  // holds its frames in (and records for its unmount --save).
   args.option("memory-budget", "SIZE",
-              "memory budget: an upload keeps (concurrency + 1) x part size in it; a mount its frames and fetches", "256M");
+              "memory budget: a save's uploads keep (concurrency + 1) x part size within it; a mount keeps its "
+              "decompressed frames and fetches in flight within it",
+              "256M");
   if (use == StoreUse::kRead) {
     // Accepted (scripts pass one set of store options to every command) but not offered.
     for (const char* name : {"sign-payload", "concurrency", "part-size", "memory-budget"}) args.hide(name);

@@ -164,3 +164,27 @@ TEST_CASE("S3 through faults: part retries, aborted uploads, expired credentials
     CHECK(loads == 2);
   }
 }
+
+// The multipart producer's exception path: a body that throws (as a part's bad_alloc would)
+// while workers upload must reach the caller, with the workers joined (std::terminate before
+// issue 19) and the upload aborted.
+TEST_CASE("S3 multipart: a body that throws mid-upload joins the workers and aborts the upload", "[swift-faults]") {
+  S3Env env = load_s3_env("LC_S3_ENV");
+  auto store = s3_store_from_env(env, "throwing/" + run_id());
+  PutOptions opts;
+  opts.part_size_bytes = 5 * kMiB;
+  opts.concurrency = 2;
+  uint64_t given = 0;
+  BodyReader body = [&](std::span<std::byte> out) -> Result<size_t> {
+    if (given >= 7 * kMiB) throw std::bad_alloc();  // inside part 2, while part 1 uploads
+    const size_t n = std::min<size_t>(out.size(), kMiB);
+    std::fill(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(n), std::byte{'x'});
+    given += n;
+    return n;
+  };
+  CHECK_THROWS_AS(store->put("thrown", body, opts), std::bad_alloc);
+  auto uploads = store->list_multipart_uploads("thrown");
+  REQUIRE(uploads.ok());
+  CHECK(uploads->empty());
+  CHECK(store->head("thrown").error().code() == ErrorCode::kNotFound);
+}

@@ -11,8 +11,12 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdio>
+#include <future>
 #include <map>
+#include <thread>
 
 #include "format/archive_test_util.h"
 #include "fs/errno_map.h"
@@ -28,6 +32,7 @@ namespace {
 struct World {
   TempDir dir;
   std::string plain = dir / "plain";
+  std::shared_ptr<testing::ControlledSource> source;  // the archive's bytes: can hang or fail
   std::unique_ptr<fs::Filesystem> lower;
   std::unique_ptr<fs::Overlay> overlay;
 
@@ -37,7 +42,12 @@ struct World {
     cfg.frame_size_bytes = 32 << 10;  // several frames per big file: copy-up must fetch them all
     testing::pack_paths(dir.path(), {"t"}, dir / "a.tar.zst", cfg);
     REQUIRE(std::system(("cp -a '" + (dir / "t") + "' '" + plain + "'").c_str()) == 0);
-    lower = std::make_unique<fs::Filesystem>(testing::open_archive(dir / "a.tar.zst"), nullptr);
+    auto file = LocalFileSource::open(dir / "a.tar.zst");
+    REQUIRE(file.ok());
+    source = std::make_shared<testing::ControlledSource>(std::shared_ptr<const ByteSource>(std::move(file).value()));
+    auto reader = format::ArchiveReader::open(source);
+    REQUIRE(reader.ok());
+    lower = std::make_unique<fs::Filesystem>(std::move(reader).value(), nullptr);
     auto root = lower->index().lookup_path("t");
     REQUIRE(root);
     auto o = fs::Overlay::open(*lower, *root, fs::OverlayConfig{dir / "state"});
@@ -358,4 +368,117 @@ TEST_CASE("overlay: writing one name of an archive hardlink group changes every 
   REQUIRE(st.ok());
   CHECK(st->st_nlink == 2);
   require_same_view(w);
+}
+
+namespace {
+
+int open_fds() { return static_cast<int>(fs::list_dir("/proc/self/fd").size()); }
+
+// Runs `fn` on its own thread; true when it returned within `seconds`. A stuck call is left to
+// finish later (the caller releases what blocks it before the future is destroyed).
+template <typename F>
+bool finishes_within(std::future<void>& done, double seconds, F&& fn) {
+  done = std::async(std::launch::async, std::forward<F>(fn));
+  return done.wait_for(std::chrono::duration<double>(seconds)) == std::future_status::ready;
+}
+
+}  // namespace
+
+// Issue 19: a copy-up read the archive while holding the overlay's one mutex, so a fetch
+// stalled on the store froze every lookup and getattr of the mount. Now the bytes are fetched
+// without the mutex; a failed fetch leaves no temp file in work/ and no descriptor open.
+TEST_CASE("overlay: a copy-up waiting for the store does not stall lookups and getattr; a failed one leaves nothing", "[unit]") {
+  World w;
+  const std::string big = "node_modules/pkg-0/lib/big.bin";
+  const uint64_t ino = w.ino(big);
+  REQUIRE(ino != 0);
+  const uint64_t other = w.ino("node_modules/pkg-1");
+  REQUIRE(other != 0);
+  const int fds = open_fds();
+  w.source->hang = true;  // every archive read now waits until released
+  auto writer = std::async(std::launch::async, [&] { return w.overlay->open(ino, O_RDWR); });
+  // Wait until the copy-up is fetching (it has asked the store for bytes).
+  const uint64_t reads_before = w.source->reads;
+  for (int i = 0; i < 500 && w.source->reads == reads_before; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  REQUIRE(w.source->reads > reads_before);
+  std::future<void> probe;
+  std::atomic<bool> all_ok{false};  // Catch2 assertions are for the main thread only
+  const bool answered = finishes_within(probe, 3.0, [&] {
+    all_ok = w.overlay->lookup(other, "package.json").ok() && w.overlay->getattr(other).ok() &&
+             w.overlay->getattr(ino).ok() &&  // the file being copied up, too
+             w.overlay->list(other).ok();
+  });
+  w.source->release();  // the hung reads fail: the copy-up fails
+  probe.wait();
+  CHECK(answered);
+  CHECK(all_ok);
+  auto opened = writer.get();
+  CHECK_FALSE(opened.ok());
+  CHECK(fs::list_dir(w.dir / "state/work").empty());
+  CHECK(open_fds() == fds);
+  struct stat st;
+  CHECK(::lstat((w.dir / "state/upper/" + big).c_str(), &st) != 0);  // its parents may be there, not the file
+  // The store is back: the copy-up succeeds and the view is the archive's. (Fetches of the
+  // failed read that were still queued may fail a first retry.)
+  w.source->hang = false;
+  auto again = w.overlay->open(ino, O_RDWR);
+  for (int i = 0; i < 50 && !again.ok(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    again = w.overlay->open(ino, O_RDWR);
+  }
+  REQUIRE(again.ok());
+  w.overlay->release(*again);
+  CHECK(w.overlay->copy_ups() == 1);
+  CHECK(fs::list_dir(w.dir / "state/work").empty());
+  require_same_view(w);
+}
+
+// Two copy-ups of one file at once: one fetch, one copy, both callers see the same file.
+TEST_CASE("overlay: concurrent writers of one archive file copy it up once", "[unit]") {
+  World w;
+  const std::string big = "node_modules/pkg-10/lib/big.bin";
+  const uint64_t ino = w.ino(big);
+  REQUIRE(ino != 0);
+  std::vector<std::future<bool>> writers;  // each says whether its open and write succeeded
+  for (int t = 0; t < 4; ++t) {
+    writers.push_back(std::async(std::launch::async, [&, t] {
+      auto h = w.overlay->open(ino, O_RDWR);
+      if (!h.ok()) return false;
+      const std::string mark = "writer-" + std::to_string(t);
+      const bool wrote = w.overlay->write(*h, std::span<const char>(mark.data(), mark.size()), 1000 * static_cast<uint64_t>(t)).ok();
+      w.overlay->release(*h);
+      return wrote;
+    }));
+  }
+  for (auto& f : writers) CHECK(f.get());
+  for (int t = 0; t < 4; ++t) plain_write_at(w, big, "writer-" + std::to_string(t), 1000 * t);
+  CHECK(w.overlay->copy_ups() == 1);
+  CHECK(fs::list_dir(w.dir / "state/work").empty());
+  require_same_view(w);
+}
+
+// Issue 19: read() used a Handle* after dropping the overlay's mutex; a release() meanwhile
+// freed it under the reader (the kernel never sends that, a caller of the class can).
+TEST_CASE("overlay: release while reads of the handle are in flight", "[unit]") {
+  World w;
+  const std::string f = "node_modules/pkg-0/lib/big.bin";
+  REQUIRE(write_at(w, f, "upper", 0).ok());  // an upper file: reads pread its descriptor
+  const uint64_t ino = w.ino(f);
+  for (int round = 0; round < 200; ++round) {
+    auto h = w.overlay->open(ino, O_RDONLY);
+    REQUIRE(h.ok());
+    std::atomic<bool> reading{false};
+    std::thread reader([&] {
+      for (int i = 0; i < 20; ++i) {
+        reading = true;
+        auto r = w.overlay->read_sync(*h, 0, 300000);  // long enough for the release to land inside
+        if (!r.ok()) break;  // EBADF once released
+      }
+    });
+    while (!reading) {
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(round % 40));
+    w.overlay->release(*h);
+    reader.join();
+  }
 }

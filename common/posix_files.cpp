@@ -1,31 +1,36 @@
 // SPDX-License-Identifier: MIT
-#include "fs/local_files.h"
+#include "common/posix_files.h"
 
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <climits>
 #include <cstdlib>
 
-namespace lazycache::fs {
-namespace {
+namespace lazycache {
 
-Status write_all(int fd, const char* data, size_t size, const std::string& path) {
+void UniqueFd::reset(int fd) {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = fd;
+}
+
+Status write_all(int fd, std::string_view bytes, const std::string& what) {
+  const char* data = bytes.data();
+  size_t size = bytes.size();
   while (size > 0) {
     ssize_t n = ::write(fd, data, size);
     if (n < 0) {
       if (errno == EINTR) continue;
-      return errno_status("write " + path);
+      return errno_status(what);
     }
     data += n;
     size -= static_cast<size_t>(n);
   }
   return Status();
 }
-
-}  // namespace
 
 Status make_dirs(const std::string& path) {
   std::string cur;
@@ -49,45 +54,45 @@ Result<std::string> real_path(const std::string& path) {
 }
 
 Result<std::string> read_whole_file(const std::string& path, size_t max_bytes) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return errno_status("open " + path);
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return errno_status("open " + path);
   std::string out;
   struct stat st;
-  if (::fstat(fd, &st) == 0 && st.st_size > 0 && static_cast<size_t>(st.st_size) <= max_bytes) {
+  if (::fstat(fd.get(), &st) == 0 && st.st_size > 0 && static_cast<size_t>(st.st_size) <= max_bytes) {
     out.reserve(static_cast<size_t>(st.st_size));
   }
   char buf[65536];
   while (true) {
-    ssize_t n = ::read(fd, buf, sizeof(buf));
+    ssize_t n = ::read(fd.get(), buf, sizeof(buf));
     if (n < 0) {
       if (errno == EINTR) continue;
-      Status s = errno_status("read " + path);
-      ::close(fd);
-      return s;
+      return errno_status("read " + path);
     }
     if (n == 0) break;
     out.append(buf, static_cast<size_t>(n));
-    if (out.size() > max_bytes) {
-      ::close(fd);
-      return Status(ErrorCode::kCorrupt, path + " is larger than expected");
-    }
+    if (out.size() > max_bytes) return Status(ErrorCode::kCorrupt, path + " is larger than expected");
   }
-  ::close(fd);
   return out;
 }
 
 Status write_new_file(const std::string& path, std::span<const std::byte> bytes, mode_t mode) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
-  if (fd < 0) return errno_status("create " + path);
-  Status s = write_all(fd, reinterpret_cast<const char*>(bytes.data()), bytes.size(), path);
-  if (::close(fd) != 0 && s.ok()) s = errno_status("close " + path);
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode));
+  if (!fd.valid()) return errno_status("create " + path);
+  Status s = write_all(fd.get(), std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()), "write " + path);
+  if (::close(fd.release()) != 0 && s.ok()) s = errno_status("close " + path);
   if (!s.ok()) ::unlink(path.c_str());
   return s;
 }
 
+std::string unique_temp_name(const std::string& path) {
+  // One counter for the process: two threads replacing the same file must never share a
+  // temporary, or one could rename the other's half-written file into place.
+  static std::atomic<uint64_t> counter{0};
+  return path + ".tmp." + std::to_string(getpid()) + "." + std::to_string(counter.fetch_add(1) + 1);
+}
+
 Status replace_file(const std::string& path, const std::string& content, mode_t mode) {
-  const std::string tmp = path + ".tmp." + std::to_string(getpid());
-  ::unlink(tmp.c_str());
+  const std::string tmp = unique_temp_name(path);
   LC_RETURN_IF_ERROR(write_new_file(tmp, std::as_bytes(std::span(content.data(), content.size())), mode));
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
     Status s = errno_status("rename " + tmp + " to " + path);
@@ -109,4 +114,4 @@ std::vector<std::string> list_dir(const std::string& path) {
   return out;
 }
 
-}  // namespace lazycache::fs
+}  // namespace lazycache

@@ -1,0 +1,280 @@
+// SPDX-License-Identifier: MIT
+// File: fs/overlay_copy_up.cpp -- copy-up: archive directories, files and symlinks copied into upper/
+// (files fetched into work/ without the overlay's mutex, then renamed in under it), hardlink
+// groups linked to the copy, and whole directories copied for a rename.
+#include <fcntl.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <set>
+
+#include "common/posix_files.h"
+#include "fs/overlay.h"
+#include "fs/overlay_internal.h"
+
+namespace lazycache::fs {
+namespace overlay_detail {
+
+void copy_xattrs_up(const format::Index& index, const format::Entry& e, const std::string& path, int fd) {
+  if (!e.has_xattrs) return;
+  for (const auto& x : index.xattrs(e.id)) {
+    if (fd >= 0) ::fsetxattr(fd, x.name.c_str(), x.value.data(), x.value.size(), 0);
+    else ::lsetxattr(path.c_str(), x.name.c_str(), x.value.data(), x.value.size(), 0);
+  }
+}
+
+}  // namespace overlay_detail
+
+using namespace overlay_detail;
+
+namespace {
+
+// 4 MiB: one archive frame; copy-up reads the file through the frame caches in these steps.
+constexpr size_t kCopyChunk = 4u << 20;
+
+}  // namespace
+
+Status Overlay::ensure_upper_dir_path(const std::string& rel, EntryId lower_id, uint64_t ino) {
+  const std::string path = upper_path(rel);
+  struct stat st;
+  if (::lstat(path.c_str(), &st) == 0) return S_ISDIR(st.st_mode) ? Status() : sys_error(ENOTDIR, path);
+  LC_ASSIGN_OR_RETURN(Attr a, lower_.getattr(lower_id));
+  LC_RETURN_IF_ERROR(keeping_dir_times(upper_path(parent_of(rel)), [&]() -> Status {
+    if (::mkdir(path.c_str(), 0700) != 0) return errno_error("mkdir " + path);
+    return Status();
+  }));
+  copy_xattrs_up(lower_.index(), lower_.index().entry(lower_id), path, -1);
+  if (::lchown(path.c_str(), a.uid, a.gid) != 0 && geteuid() == 0) return errno_error("chown " + path);
+  if (::chmod(path.c_str(), a.mode & 07777) != 0) return errno_error("chmod " + path);
+  timespec ts[2] = {to_timespec(a.mtime_ns), to_timespec(a.mtime_ns)};
+  ::utimensat(AT_FDCWD, path.c_str(), ts, AT_SYMLINK_NOFOLLOW);
+  if (::lstat(path.c_str(), &st) == 0) upper_ino_[static_cast<uint64_t>(st.st_ino)] = ino;
+  return Status();
+}
+
+Status Overlay::ensure_upper_dir(uint64_t ino) {
+  if (ino == kRootIno) return Status();
+  LC_ASSIGN_OR_RETURN(Node * n, node(ino));
+  LC_ASSIGN_OR_RETURN(std::string rel, path_of(ino));
+  struct stat st;
+  if (::lstat(upper_path(rel).c_str(), &st) == 0) return S_ISDIR(st.st_mode) ? Status() : sys_error(ENOTDIR, rel);
+  if (!n->lower) return Status(ErrorCode::kNotFound, rel + " is gone");
+  const uint64_t parent = n->links.front().first;
+  const EntryId lower_id = *n->lower;
+  LC_RETURN_IF_ERROR(ensure_upper_dir(parent));
+  return ensure_upper_dir_path(rel, lower_id, ino);
+}
+
+Status Overlay::copy_up(uint64_t ino, std::optional<uint64_t> size_limit) {
+  LC_ASSIGN_OR_RETURN(Node * n, node(ino));
+  LC_ASSIGN_OR_RETURN(std::string rel, path_of(ino));
+  struct stat st;
+  if (::lstat(upper_path(rel).c_str(), &st) == 0) return Status();
+  if (!n->lower) return Status(ErrorCode::kNotFound, rel + " is gone");
+  const EntryId lower_id = *n->lower;
+  if (lower_.index().entry(lower_id).type == format::EntryType::kDirectory) return ensure_upper_dir(ino);
+  LC_RETURN_IF_ERROR(ensure_upper_dir(n->links.front().first));
+  return copy_up_entry(rel, lower_id, ino, size_limit);
+}
+
+Result<std::string> Overlay::fetch_into_work(EntryId lower_id, uint64_t size) const {
+  const format::Entry e = lower_.index().entry(lower_id);
+  LC_ASSIGN_OR_RETURN(Attr a, lower_.getattr(lower_id));
+  const std::string tmp = work_ + "/copy-" + std::to_string(temp_counter_.fetch_add(1) + 1);
+  UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+  if (!fd.valid()) return errno_error("create " + tmp);
+  // Every failure below removes the temp file: work/ keeps nothing of a copy-up that failed.
+  auto fail = [&](Status s) {
+    ::unlink(tmp.c_str());
+    return s.with_context("copying " + lower_.index().path(lower_id) + " up from the archive");
+  };
+  if (size > 0) {
+    auto h = lower_.open(lower_id, O_RDONLY);
+    if (!h.ok()) return fail(h.error());
+    Status s;
+    for (uint64_t off = 0; off < size && s.ok(); off += kCopyChunk) {
+      auto bytes = lower_.read_sync(*h, off, static_cast<size_t>(std::min<uint64_t>(kCopyChunk, size - off)));
+      if (!bytes.ok()) s = bytes.error();
+      else if (bytes->empty()) s = Status(ErrorCode::kCorrupt, "archive file shorter than its index says");
+      else s = write_all(fd.get(), *bytes, "write " + tmp);
+    }
+    lower_.release(*h);
+    if (!s.ok()) return fail(s);
+  }
+  copy_xattrs_up(lower_.index(), e, tmp, fd.get());
+  if (::fchown(fd.get(), a.uid, a.gid) != 0 && geteuid() == 0) return fail(errno_error("chown " + tmp));
+  if (::fchmod(fd.get(), a.mode & 07777) != 0) return fail(errno_error("chmod " + tmp));
+  const timespec mtime = to_timespec(a.mtime_ns);
+  timespec ts[2] = {mtime, mtime};
+  ::futimens(fd.get(), ts);
+  if (::close(fd.release()) != 0) return fail(errno_error("close " + tmp));
+  return tmp;
+}
+
+Status Overlay::fetch_without_lock(std::unique_lock<std::mutex>& lock) {
+  const FetchRequest want = *need_fetch_;
+  if (fetching_.count(want.ino)) {  // another operation is fetching this file: wait, then decide anew
+    fetch_done_.wait(lock, [&] { return fetching_.count(want.ino) == 0; });
+    return Status();
+  }
+  fetching_.insert(want.ino);
+  lock.unlock();
+  Result<std::string> tmp = fetch_into_work(want.lower_id, want.size);
+  lock.lock();
+  fetching_.erase(want.ino);
+  fetch_done_.notify_all();
+  if (!tmp.ok()) return tmp.error();
+  fetched_ = Fetched{want, std::move(tmp).value()};
+  return Status();
+}
+
+void Overlay::discard_fetched() {
+  // Fetched for a tree that changed meanwhile (the file was unlinked, or copied up by a
+  // directory rename): never renamed into upper/, so never visible.
+  if (fetched_) ::unlink(fetched_->tmp.c_str());
+  fetched_.reset();
+}
+
+Status Overlay::copy_up_entry(const std::string& rel, EntryId lower_id, uint64_t ino, std::optional<uint64_t> size_limit,
+                              bool fetch_here) {
+  const format::Entry e = lower_.index().entry(lower_id);
+  const std::string dest = upper_path(rel);
+  std::string tmp;
+  if (e.type == format::EntryType::kSymlink) {
+    LC_ASSIGN_OR_RETURN(Attr a, lower_.getattr(lower_id));
+    const timespec mtime = to_timespec(a.mtime_ns);
+    tmp = work_ + "/copy-" + std::to_string(temp_counter_.fetch_add(1) + 1);
+    if (::symlink(std::string(e.symlink_target).c_str(), tmp.c_str()) != 0) return errno_error("symlink " + tmp);
+    copy_xattrs_up(lower_.index(), e, tmp, -1);
+    ::lchown(tmp.c_str(), a.uid, a.gid);
+    timespec ts[2] = {mtime, mtime};
+    ::utimensat(AT_FDCWD, tmp.c_str(), ts, AT_SYMLINK_NOFOLLOW);
+  } else {
+    const uint64_t size = std::min<uint64_t>(e.size, size_limit.value_or(e.size));
+    const FetchRequest want{ino, lower_id, size};
+    if (fetched_ && fetched_->request.ino == ino && fetched_->request.lower_id == lower_id && fetched_->request.size == size) {
+      tmp = std::move(fetched_->tmp);
+      fetched_.reset();
+    } else if (size > 0 && !fetch_here) {
+      need_fetch_ = want;  // with_copy_up fetches it without mu_ and runs the operation again
+      return Status(ErrorCode::kUnavailable, "copy-up of " + rel + " waits for its bytes");
+    } else {
+      LC_ASSIGN_OR_RETURN(tmp, fetch_into_work(lower_id, size));
+    }
+  }
+  LC_RETURN_IF_ERROR(keeping_dir_times(upper_path(parent_of(rel)), [&]() -> Status {
+    if (::rename(tmp.c_str(), dest.c_str()) != 0) {
+      Status s = errno_error("rename " + tmp + " to " + dest);
+      ::unlink(tmp.c_str());
+      return s;
+    }
+    return Status();
+  }));
+  struct stat st;
+  if (::lstat(dest.c_str(), &st) == 0) upper_ino_[static_cast<uint64_t>(st.st_ino)] = ino;
+  ++copy_ups_;
+  // The other names of an archive hardlink group are the same file (and the same inode number
+  // for the kernel): link them to the copy, so a write through any name shows through all.
+  if (e.type == format::EntryType::kRegular && e.nlink > 1) LC_RETURN_IF_ERROR(link_group_up(lower_id, dest));
+  // Descriptors opened on the archive copy now read the upper copy: one file, one content.
+  if (auto it = nodes_.find(ino); it != nodes_.end() && e.type == format::EntryType::kRegular) {
+    for (uint64_t h : it->second.handles) {
+      Handle& hd = *handles_.at(h);
+      std::lock_guard lock(hd.mu);
+      if (hd.fd < 0) hd.fd = ::open(dest.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    }
+  }
+  return Status();
+}
+
+std::vector<std::string> Overlay::group_paths(EntryId canonical_id) const {
+  const format::Index& index = lower_.index();
+  const std::string top = index.path(root_);
+  std::vector<std::string> out;
+  for (EntryId id = 0; id < index.entry_count(); ++id) {
+    const format::Entry m = index.entry(id);
+    if (m.type != format::EntryType::kRegular || m.link_group != canonical_id) continue;
+    std::string rel = index.path(id);
+    if (!top.empty()) {
+      if (rel.rfind(top + "/", 0) != 0) continue;  // outside this mount's directory
+      rel = rel.substr(top.size() + 1);
+    }
+    out.push_back(std::move(rel));
+  }
+  return out;
+}
+
+bool Overlay::archive_path_visible(const std::string& rel) const {
+  // Every parent must merge the archive's directory, and nothing may hide or shadow the name.
+  std::string dir;
+  size_t pos = 0;
+  while (true) {
+    const size_t slash = rel.find('/', pos);
+    const std::string name = rel.substr(pos, slash == std::string::npos ? std::string::npos : slash - pos);
+    struct stat st;
+    if (whiteout(dir, name) || opaque(dir)) return false;
+    if (slash == std::string::npos) return ::lstat(upper_path(rel).c_str(), &st) != 0;  // not up (or another file)
+    dir = join(dir, name);
+    if (::lstat(upper_path(dir).c_str(), &st) == 0 && !S_ISDIR(st.st_mode)) return false;
+    pos = slash + 1;
+  }
+}
+
+Status Overlay::link_group_up(EntryId canonical_id, const std::string& copy) {
+  const format::Index& index = lower_.index();
+  const std::string top = index.path(root_);
+  for (const std::string& rel : group_paths(canonical_id)) {
+    if (!archive_path_visible(rel)) continue;
+    // Create the parents as ensure_upper_dir would, from the archive's directories.
+    std::string parent;
+    size_t pos = 0;
+    for (size_t slash; (slash = rel.find('/', pos)) != std::string::npos; pos = slash + 1) {
+      parent = rel.substr(0, slash);
+      auto pid = index.lookup_path(top.empty() ? parent : top + "/" + parent);
+      if (!pid) break;
+      LC_RETURN_IF_ERROR(ensure_upper_dir_path(parent, *pid, lower_ino(*pid)));
+    }
+    const std::string dest = upper_path(rel);
+    LC_RETURN_IF_ERROR(keeping_dir_times(upper_path(parent_of(rel)), [&]() -> Status {
+      if (::link(copy.c_str(), dest.c_str()) != 0) return errno_error("link " + dest);
+      return Status();
+    }));
+  }
+  return Status();
+}
+
+Status Overlay::copy_up_tree(const std::string& rel, EntryId lower_id, uint64_t ino) {
+  LC_RETURN_IF_ERROR(ensure_upper_dir_path(rel, lower_id, ino));
+  LC_ASSIGN_OR_RETURN(auto kids, lower_.children(lower_id));
+  std::set<std::string> hidden;
+  const std::string dir = upper_path(rel);
+  for (const std::string& name : list_dir(dir)) {
+    if (reserved(name)) {
+      if (name != kOpaqueMarker) hidden.insert(name.substr(kWhiteoutPrefix.size()));
+    } else {
+      hidden.insert(name);  // upper entry: already here (a directory below merges: handled next)
+    }
+  }
+  if (opaque(rel)) return Status();
+  for (uint32_t i = 0; i < kids.count; ++i) {
+    const format::Entry child = lower_.index().entry(kids.first + i);
+    const std::string name(child.name);
+    const std::string child_rel = join(rel, name);
+    struct stat st;
+    const bool in_upper = ::lstat(upper_path(child_rel).c_str(), &st) == 0;
+    if (child.type == format::EntryType::kDirectory) {
+      if (in_upper && !S_ISDIR(st.st_mode)) continue;
+      if (!in_upper && hidden.count(name)) continue;  // whited out
+      LC_RETURN_IF_ERROR(copy_up_tree(child_rel, child.id, lower_ino(child.id)));
+    } else if (!hidden.count(name)) {
+      const EntryId id = lower_.canonical(child.id);
+      LC_RETURN_IF_ERROR(copy_up_entry(child_rel, id, lower_ino(id), std::nullopt, /*fetch_here=*/true));
+    }
+  }
+  LC_RETURN_IF_ERROR(keeping_dir_times(dir, [&] { return make_whiteout(rel, ""); }));
+  if (auto it = nodes_.find(ino); it != nodes_.end()) it->second.lower.reset();
+  return Status();
+}
+
+}  // namespace lazycache::fs
