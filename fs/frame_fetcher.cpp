@@ -468,14 +468,13 @@ void FrameFetcher::process_run(const std::vector<uint32_t>& run, const std::vect
       if (background) counters_.fill_bytes.fetch_add(*n, std::memory_order_relaxed);
       if (*n != length) failed = Status(ErrorCode::kCorrupt, "short read: " + std::to_string(*n) + " of " + std::to_string(length) + " bytes");
     }
-    for (size_t k = i; k < j; ++k) {
-      const uint32_t f = missing[k];
-      const format::FrameInfo& info = frames_[f];
+    auto bytes_of = [&](uint32_t f) {
+      return std::as_bytes(std::span(buf.data() + (frames_[f].compressed_offset - offset), frames_[f].compressed_size));
+    };
+    auto deliver = [&](uint32_t f) {
       Result<FetchedFrame> out = failed;
       if (failed.ok()) {
-        auto compressed_bytes = std::as_bytes(std::span(buf.data() + (info.compressed_offset - offset), info.compressed_size));
-        if (background && store_unwanted(f, seq_of[f], compressed_bytes)) continue;
-        auto decoded = reader_.decode_frame(f, compressed_bytes);
+        auto decoded = reader_.decode_frame(f, bytes_of(f));
         if (decoded.ok()) {
           if (chunk_cache_ != nullptr) to_cache.push_back(f);
           counters_.frames_from_store.fetch_add(1, std::memory_order_relaxed);
@@ -486,15 +485,27 @@ void FrameFetcher::process_run(const std::vector<uint32_t>& run, const std::vect
       }
       if (!out.ok()) log_fetch_error(f, out.error());
       complete(f, seq_of[f], out);
+    };
+    // Fill frames nobody waits for are stored after the run's wanted frames are delivered: a
+    // reader waiting on a frame late in a fill run does not wait for the blob writes before it.
+    std::vector<uint32_t> fill_only;
+    for (size_t k = i; k < j; ++k) {
+      const uint32_t f = missing[k];
+      if (background && failed.ok() && chunk_cache_ != nullptr && want(f, seq_of[f], false) != Want::kWanted) {
+        fill_only.push_back(f);
+      } else {
+        deliver(f);
+      }
+    }
+    for (uint32_t f : fill_only) {
+      if (!store_unwanted(f, seq_of[f], bytes_of(f))) deliver(f);  // a reader joined meanwhile
     }
     // The chunk cache is written after the waiters have their frames: a blob write and an LMDB
     // commit are disk work a reader should not wait for.
     for (uint32_t f : to_cache) {
-      const format::FrameInfo& info = frames_[f];
-      auto compressed_bytes = std::as_bytes(std::span(buf.data() + (info.compressed_offset - offset), info.compressed_size));
       // A failed write is logged by the cache, once per episode (a full disk would otherwise log
       // a line per frame), and then paused: the frame was served all the same.
-      ignore_error(chunk_cache_->put(info.digest, compressed_bytes), "the chunk cache warns once and backs off");
+      ignore_error(chunk_cache_->put(frames_[f].digest, bytes_of(f)), "the chunk cache warns once and backs off");
     }
     i = j;
   }

@@ -181,9 +181,7 @@ int run_mount(ArgParser& args) {
   if (!cache.ok()) return fail(cache.error());
 
   fs::FilesystemConfig config;
-  // --memory-budget is shared with the upload options (default 256M there); the mount's own
-  // default is FilesystemConfig's, which keeps the daemon within 64 MiB.
-  if (args.has("memory-budget")) config.memory_budget_bytes = *budget;
+  config.memory_budget_bytes = *budget;
   config.fill = *fill;
   config.cache_bound_bytes = *cache_size;
   config.fetcher.threads = static_cast<int>(*threads);
