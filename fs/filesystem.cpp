@@ -76,6 +76,7 @@ FetcherConfig fetcher_config(const FilesystemConfig& c, const std::shared_ptr<Ch
   FetcherConfig f = c.fetcher;
   if (c.read_timeout_ms > 0) f.restart_after_ms = std::min<uint64_t>(f.restart_after_ms, c.read_timeout_ms);
   if (f.spill_over_bytes == 0) f.spill_over_bytes = std::max<uint64_t>(c.memory_budget_bytes / 4, 1);
+  if (f.fill_memory_bytes == 0) f.fill_memory_bytes = std::max<uint64_t>(c.memory_budget_bytes / 4, 1);
   if (!c.spill_dir.empty()) {
     f.spill_dir = c.spill_dir;
   } else if (cache != nullptr) {
@@ -425,9 +426,15 @@ size_t Filesystem::start_prefetch(PrefetchMode mode, const std::vector<std::stri
   for (EntryId id : index().hot_list()) {
     if (id < index().entry_count()) prefetch_file(index().entry(canonical(id)), Priority::kPrefetch);
   }
-  if (mode == PrefetchMode::kAll && !index().frames().empty()) {
-    fetcher_->prefetch(0, static_cast<uint32_t>(index().frames().size() - 1), Priority::kBackground);
-  }
+  const auto frames = index().frames();
+  const uint64_t target = mode == PrefetchMode::kAll ? (chunk_cache_ != nullptr ? reader_->source().size() : 0)
+                                                     : config_.fill.target_bytes(reader_->source().size(), config_.cache_bound_bytes, chunk_cache_ != nullptr);
+  fill_target_bytes_.store(target, std::memory_order_relaxed);
+  // Archive order: the order a job walking the tree reads, and the order readahead across files
+  // follows; frames already cached cost a chunk-cache lookup on a fetch thread, no store read.
+  uint32_t last = 0;
+  for (uint64_t covered = 0; last < frames.size() && covered < target; ++last) covered += frames[last].compressed_size;
+  if (last > 0) fetcher_->prefetch(0, last - 1, Priority::kBackground);
   return missing;
 }
 
@@ -443,6 +450,9 @@ MountStats Filesystem::stats() const {
   s.frames_from_chunk_cache = c.frames_from_chunk_cache.load();
   s.frames_from_memory = c.frames_from_memory.load();
   s.prefetched_frames = c.prefetched_frames.load();
+  s.fill_target_bytes = fill_target_bytes_.load(std::memory_order_relaxed);
+  s.fill_bytes = c.fill_bytes.load();
+  s.on_demand_bytes = s.store_bytes - std::min(s.store_bytes, s.fill_bytes);
   s.chunk_cache_bad = c.chunk_cache_bad.load();
   s.frames_spilled = c.frames_spilled.load();
   s.fetch_errors = c.fetch_errors.load();

@@ -47,6 +47,7 @@
 #include "format/archive.h"
 #include "fs/archive_read_ahead.h"
 #include "fs/chunk_cache.h"
+#include "fs/fill_policy.h"
 #include "fs/frame_cache.h"
 #include "fs/frame_fetcher.h"
 #include "fs/memory_budget.h"
@@ -62,8 +63,15 @@ struct FilesystemConfig {
   ReadAheadConfig readahead;
   ArchiveReadAheadConfig archive_readahead;
   // 256 MiB: room for ~64 decompressed 4 MiB frames plus the fetches in flight; a CI runner has
-  // gigabytes, and the page cache above us holds what readers reuse.
+  // gigabytes, and the page cache above us holds what readers reuse. Measured (issue 15, node
+  // partial job, hosted link): 40 MiB, which would keep the daemon within 64 MiB RSS, made the
+  // job 8.2 s against 4.4 s: a job walking the tree reads all 50 frames, readahead frames are
+  // evicted before their reader gets there and are decoded again.
   uint64_t memory_budget_bytes = 256ull << 20;
+  // How much of the archive the mount fetches in the background into the chunk cache, and the
+  // cache's bound that the auto policy weighs the archive against (fs/fill_policy.h).
+  FillPolicy fill;
+  uint64_t cache_bound_bytes = 10ull << 30;
   // 30 s: longer than the store's own retry schedule for one range read, short enough that a
   // job sees EIO instead of hanging in D state when the store goes away.
   uint64_t read_timeout_ms = 30000;
@@ -147,11 +155,15 @@ class Filesystem {
   // Blocking whole-range read into a string (tests and tools).
   Result<std::string> read_sync(uint64_t handle, uint64_t offset, size_t size);
 
-  // Queues prefetch: the index's hot list (kHotList) or every frame in the background (kAll);
-  // `paths` (index paths, "a/b/c") are fetched first in the order given, at prefetch priority.
-  // Returns the number of paths that were not found (they are skipped).
+  // Queues prefetch: `paths` (index paths, "a/b/c") first in the order given, then (kHotList,
+  // kAll) the index's hot list, at prefetch priority; then the background fill in archive
+  // order: the frames the fill policy's target covers (kHotList) or every frame (kAll). kNone
+  // queues the paths only. Returns the number of paths that were not found (they are skipped).
   size_t start_prefetch(PrefetchMode mode, const std::vector<std::string>& paths = {});
   void wait_prefetch_idle() { fetcher_->wait_idle(); }
+  bool prefetch_idle() const { return fetcher_->idle(); }
+  // Drops the prefetch and fill not yet started (the mount is ending: it must not wait for them).
+  void stop_fill() { fetcher_->stop_background(); }
 
   MountStats stats() const;
   // Reads whose callback has not run yet. The FUSE glue waits for 0 before it destroys sessions,
@@ -186,6 +198,7 @@ class Filesystem {
   // the save that learned them), or -1. Readahead across files inside the region stops at its
   // end: the job that read the region reads little past it.
   int64_t hot_region_first_frame_ = -1, hot_region_last_frame_ = -1;
+  std::atomic<uint64_t> fill_target_bytes_{0};  // set by start_prefetch
 
   mutable std::mutex access_mu_;  // guards opened_, access_order_
   std::vector<bool> opened_;

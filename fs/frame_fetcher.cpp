@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "format/frame_codec.h"
+#include "format/hashing.h"
 
 namespace lazycache::fs {
 
@@ -125,7 +126,7 @@ void FrameFetcher::prefetch(uint32_t first, uint32_t last, Priority priority) {
   last = std::min<uint32_t>(last, static_cast<uint32_t>(frames_.size() - 1));
   const bool keep = priority <= Priority::kReadahead;
   std::lock_guard lock(mu_);
-  if (stop_) return;
+  if (stop_ || (background_stopped_ && priority >= Priority::kPrefetch)) return;
   for (uint32_t f = first; f <= last; ++f) {
     if (keep && (memory_.get(f) != nullptr || (spills(f) && spill_.get(f) != nullptr))) continue;
     enqueue_locked(f, priority, keep, nullptr);
@@ -135,6 +136,22 @@ void FrameFetcher::prefetch(uint32_t first, uint32_t last, Priority priority) {
 bool FrameFetcher::idle() const {
   std::lock_guard lock(mu_);
   return queue_.empty() && active_ == 0;
+}
+
+void FrameFetcher::stop_background() {
+  std::lock_guard lock(mu_);
+  background_stopped_ = true;
+  for (auto it = queue_.begin(); it != queue_.end();) {
+    const auto [prio, seq, frame] = *it;
+    auto p = pending_.find(frame);
+    if (prio >= static_cast<uint8_t>(Priority::kPrefetch) && p != pending_.end() && p->second.waiters.empty()) {
+      pending_.erase(p);
+      it = queue_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  if (queue_.empty() && active_ == 0) idle_cv_.notify_all();
 }
 
 void FrameFetcher::wait_idle() {
@@ -166,7 +183,9 @@ std::vector<uint32_t> FrameFetcher::claim_run_locked(bool& background, std::vect
     return !spills(frame) && !spills(f) && it != pending_.end() && !it->second.claimed &&
            static_cast<uint8_t>(it->second.priority) == prio;
   };
-  const uint64_t limit = prio == static_cast<uint8_t>(Priority::kOnDemand) ? config_.merge_bytes_on_demand : config_.merge_bytes;
+  const uint64_t limit = prio == static_cast<uint8_t>(Priority::kOnDemand) ? config_.merge_bytes_on_demand
+                         : background                                       ? config_.merge_bytes_background
+                                                                            : config_.merge_bytes;
   std::vector<uint32_t> run{frame};
   uint64_t bytes = claim(frame);
   for (uint32_t f = frame + 1; f < frames_.size() && claimable(f) && bytes + frames_[f].compressed_size <= limit; ++f) {
@@ -213,11 +232,26 @@ void FrameFetcher::worker_loop() {
 }
 
 uint64_t FrameFetcher::reserve_for(uint64_t bytes, bool background) {
-  if (budget_.try_reserve(bytes)) return bytes;
-  if (background) return 0;
-  memory_.make_room(bytes);
-  budget_.reserve_forced(bytes);
+  if (!background) {
+    if (!budget_.try_reserve(bytes)) {
+      memory_.make_room(bytes);
+      budget_.reserve_forced(bytes);
+    }
+    return bytes;
+  }
+  // Fill may evict in-memory frames, but only within its own share: the rest stays the readers'.
+  if (fill_in_flight_.load(std::memory_order_relaxed) + bytes > config_.fill_memory_bytes && fill_in_flight_.load() > 0) return 0;
+  if (!budget_.try_reserve(bytes)) {
+    memory_.make_room(bytes);
+    if (!budget_.try_reserve(bytes)) return 0;
+  }
+  fill_in_flight_.fetch_add(bytes, std::memory_order_relaxed);
   return bytes;
+}
+
+void FrameFetcher::release_charge(uint64_t bytes, bool background) {
+  budget_.release(bytes);
+  if (background) fill_in_flight_.fetch_sub(bytes, std::memory_order_relaxed);
 }
 
 void FrameFetcher::complete(uint32_t frame, uint64_t seq, const Result<FetchedFrame>& result) {
@@ -231,6 +265,12 @@ void FrameFetcher::complete(uint32_t frame, uint64_t seq, const Result<FetchedFr
     // frame in one place or the other and never starts a second fetch.
     if (result.ok() && p.keep_in_memory && result->bytes != nullptr) memory_.put(frame, result->bytes);
     pending_.erase(it);
+    if (!result.ok() && p.priority >= Priority::kPrefetch && !p.waiters.empty() && !stop_) {
+      // A failing fill fails no reader: the readers who joined it get a fetch of their own.
+      counters_.fill_retried.fetch_add(1, std::memory_order_relaxed);
+      for (auto& cb : p.waiters) enqueue_locked(frame, Priority::kOnDemand, p.keep_in_memory, std::move(cb));
+      return;
+    }
   }
   if (p.priority >= Priority::kPrefetch && result.ok()) counters_.prefetched_frames.fetch_add(1, std::memory_order_relaxed);
   for (auto& cb : p.waiters) cb(result);
@@ -278,7 +318,8 @@ void FrameFetcher::process_spilled(uint32_t frame, uint64_t seq, bool background
   }
   // Only a reader waiting for the frame may take budget past the limit: several spilled frames
   // read ahead at once would otherwise add up to more than a small budget.
-  const uint64_t charge = reserve_for((whole ? info.compressed_size : spill_piece_bytes()) + kDecodeBufferBytes, background || !on_demand);
+  const bool fill_charge = background || !on_demand;
+  const uint64_t charge = reserve_for((whole ? info.compressed_size : spill_piece_bytes()) + kDecodeBufferBytes, fill_charge);
   if (charge == 0) {
     requeue({frame}, {{frame, seq}});
     return;
@@ -291,7 +332,7 @@ void FrameFetcher::process_spilled(uint32_t frame, uint64_t seq, bool background
     ignore_error(chunk_cache_->put(info.digest, std::as_bytes(std::span(to_cache.data(), to_cache.size()))),
                  "the chunk cache warns once and backs off");
   }
-  budget_.release(charge);
+  release_charge(charge, fill_charge);
 }
 
 Result<FetchedFrame> FrameFetcher::spill_frame(uint32_t frame, bool use_cache, std::string& to_cache) {
@@ -372,7 +413,9 @@ void FrameFetcher::process_run(const std::vector<uint32_t>& run, const std::vect
     process_spilled(run[0], seqs[0], background);
     return;
   }
-  const uint64_t charge = reserve_for(compressed + largest, background);
+  // A fill run is charged its compressed bytes only: its frames are stored undecoded unless a
+  // reader joins (whose decode is then a read's, like an on-demand one's).
+  const uint64_t charge = reserve_for(background ? compressed : compressed + largest, background);
   if (charge == 0) {
     requeue(run, seq_of);
     return;
@@ -380,6 +423,11 @@ void FrameFetcher::process_run(const std::vector<uint32_t>& run, const std::vect
 
   std::vector<uint32_t> missing;
   for (uint32_t f : run) {
+    // A fill frame already cached, that nobody waits for: nothing to read, nothing to decode.
+    if (background && chunk_cache_ != nullptr && want(f, seq_of[f], false) != Want::kWanted &&
+        chunk_cache_->contains(frames_[f].digest) && want(f, seq_of[f], true) != Want::kWanted) {
+      continue;
+    }
     if (chunk_cache_ != nullptr) {
       auto cached = chunk_cache_->get(frames_[f].digest);
       if (cached.ok()) {
@@ -417,15 +465,16 @@ void FrameFetcher::process_run(const std::vector<uint32_t>& run, const std::vect
       failed = n.error();
     } else {
       counters_.store_bytes.fetch_add(*n, std::memory_order_relaxed);
+      if (background) counters_.fill_bytes.fetch_add(*n, std::memory_order_relaxed);
       if (*n != length) failed = Status(ErrorCode::kCorrupt, "short read: " + std::to_string(*n) + " of " + std::to_string(length) + " bytes");
     }
-    for (size_t k = i; k < j; ++k) {
-      const uint32_t f = missing[k];
-      const format::FrameInfo& info = frames_[f];
+    auto bytes_of = [&](uint32_t f) {
+      return std::as_bytes(std::span(buf.data() + (frames_[f].compressed_offset - offset), frames_[f].compressed_size));
+    };
+    auto deliver = [&](uint32_t f) {
       Result<FetchedFrame> out = failed;
       if (failed.ok()) {
-        auto compressed_bytes = std::as_bytes(std::span(buf.data() + (info.compressed_offset - offset), info.compressed_size));
-        auto decoded = reader_.decode_frame(f, compressed_bytes);
+        auto decoded = reader_.decode_frame(f, bytes_of(f));
         if (decoded.ok()) {
           if (chunk_cache_ != nullptr) to_cache.push_back(f);
           counters_.frames_from_store.fetch_add(1, std::memory_order_relaxed);
@@ -436,19 +485,53 @@ void FrameFetcher::process_run(const std::vector<uint32_t>& run, const std::vect
       }
       if (!out.ok()) log_fetch_error(f, out.error());
       complete(f, seq_of[f], out);
+    };
+    // Fill frames nobody waits for are stored after the run's wanted frames are delivered: a
+    // reader waiting on a frame late in a fill run does not wait for the blob writes before it.
+    std::vector<uint32_t> fill_only;
+    for (size_t k = i; k < j; ++k) {
+      const uint32_t f = missing[k];
+      if (background && failed.ok() && chunk_cache_ != nullptr && want(f, seq_of[f], false) != Want::kWanted) {
+        fill_only.push_back(f);
+      } else {
+        deliver(f);
+      }
+    }
+    for (uint32_t f : fill_only) {
+      if (!store_unwanted(f, seq_of[f], bytes_of(f))) deliver(f);  // a reader joined meanwhile
     }
     // The chunk cache is written after the waiters have their frames: a blob write and an LMDB
     // commit are disk work a reader should not wait for.
     for (uint32_t f : to_cache) {
-      const format::FrameInfo& info = frames_[f];
-      auto compressed_bytes = std::as_bytes(std::span(buf.data() + (info.compressed_offset - offset), info.compressed_size));
       // A failed write is logged by the cache, once per episode (a full disk would otherwise log
       // a line per frame), and then paused: the frame was served all the same.
-      ignore_error(chunk_cache_->put(info.digest, compressed_bytes), "the chunk cache warns once and backs off");
+      ignore_error(chunk_cache_->put(frames_[f].digest, bytes_of(f)), "the chunk cache warns once and backs off");
     }
     i = j;
   }
-  budget_.release(charge);
+  release_charge(charge, background);
+}
+
+FrameFetcher::Want FrameFetcher::want(uint32_t frame, uint64_t seq, bool forget_if_unwanted) {
+  std::lock_guard lock(mu_);
+  auto it = pending_.find(frame);
+  if (it == pending_.end() || it->second.seq != seq) return Want::kReplaced;
+  if (!it->second.waiters.empty() || it->second.keep_in_memory) return Want::kWanted;
+  if (forget_if_unwanted) pending_.erase(it);
+  return Want::kUnwanted;
+}
+
+bool FrameFetcher::store_unwanted(uint32_t frame, uint64_t seq, std::span<const std::byte> compressed) {
+  if (chunk_cache_ == nullptr || want(frame, seq, false) == Want::kWanted) return false;
+  const format::FrameInfo& info = frames_[frame];
+  if (format::xxh3_128(compressed) != info.digest) return false;  // decode_frame reports it
+  // Stored before the pending entry goes, so a read arriving meanwhile either joins this fetch or
+  // finds the frame in the chunk cache, never a second store read.
+  ignore_error(chunk_cache_->put(info.digest, compressed), "the chunk cache warns once and backs off");
+  if (want(frame, seq, true) == Want::kWanted) return false;  // a reader joined during the put
+  counters_.frames_from_store.fetch_add(1, std::memory_order_relaxed);
+  counters_.prefetched_frames.fetch_add(1, std::memory_order_relaxed);
+  return true;
 }
 
 }  // namespace lazycache::fs

@@ -19,7 +19,16 @@
 //    verification is dropped and refetched, counted (chunk_cache_bad) and logged, one line per
 //    copy, at most 10 a minute.
 //  - Buffers (compressed bytes in flight, decompressed frames) are charged to the MemoryBudget;
-//    on-demand and readahead fetches shrink the FrameCache to make room, background work waits.
+//    on-demand and readahead fetches shrink the FrameCache to make room. Prefetch and background
+//    work may shrink it too, but only while their own buffers in flight stay within
+//    `fill_memory_bytes`; past that they wait (a small budget full of the job's frames must not
+//    stall the fill, and the fill must not take the budget from reads).
+//  - Background fill (prefetch and background priority, issue 15): a frame nobody waits for and
+//    nobody keeps in memory is only checked against its digest and stored in the chunk cache, not
+//    decompressed (the chunk-cache hit that serves it later decodes and verifies it in full): on
+//    a 2-core runner the job needs the CPU. A fill fetch that fails fails nobody: readers who
+//    joined it are queued again as a fresh on-demand fetch. stop_background() drops every fill
+//    frame not yet started (the mount is ending); fill runs already in flight finish.
 //  - A frame larger than `spill_over_bytes` (a quarter of the budget, set by Filesystem) would
 //    not fit the FrameCache and would be decompressed again for every read: it is fetched alone,
 //    decoded once, streaming, into a FrameSpill file, and delivered as that file (issue 13). Its
@@ -64,7 +73,9 @@ struct FetcherConfig {
   // 16 range reads in flight: the 16-32 concurrent GETs per mount the anchors converge on; local
   // sources need fewer, but idle workers cost only a stack.
   int threads = 16;
-  // Prefetch and background fill use at most this many workers, leaving the rest to reads.
+  // Prefetch and background fill use at most this many workers, leaving the rest to reads. 4: two
+  // connections already carry a hosted or far link's rate (700 / 100 Mbit/s each), and four hide
+  // the round trip between one fill range read and the next.
   int background_threads = 4;
   // 4 MiB: large enough that a range read's round trip is small against its transfer on a
   // hosted link, small enough that readahead and prefetch spread over several connections (links
@@ -74,6 +85,13 @@ struct FetcherConfig {
   // 1 MiB for runs of on-demand frames: a reader waits for its whole run, so it stays about one
   // frame or two at the default frame size (many readers of neighbouring frames still merge).
   uint64_t merge_bytes_on_demand = 1ull << 20;
+  // 2 MiB for fill runs (prefetch and background priority): a reader who needs a frame of a fill
+  // run in flight waits for the whole run, and unmount waits for the runs in flight; 2 MiB is
+  // ~25 ms on a hosted link's connection, and still large against its 20 ms round trip.
+  uint64_t merge_bytes_background = 2ull << 20;
+  // Fill buffers in flight may take at most this much of the memory budget (evicting in-memory
+  // frames for it); 0: a quarter of the budget (set by Filesystem).
+  uint64_t fill_memory_bytes = 0;
   // A fetch still in flight after this long is not joined by new requests: they start a fresh
   // fetch, and the old one's result, whenever it comes, is dropped. A stalled connection can
   // take the store's low-speed timeout (a minute) to fail; meanwhile every read of that frame
@@ -95,6 +113,8 @@ struct FetchCounters {
   std::atomic<uint64_t> chunk_cache_bad{0};      // cached copies that failed verification
   std::atomic<uint64_t> fetch_errors{0};
   std::atomic<uint64_t> prefetched_frames{0};    // frames completed at prefetch/background priority
+  std::atomic<uint64_t> fill_bytes{0};           // of store_bytes: read by prefetch/background runs
+  std::atomic<uint64_t> fill_retried{0};         // failed fill fetches whose readers were queued again
   std::atomic<uint64_t> fetches_restarted{0};    // stuck fetches replaced (restart_after_ms)
   std::atomic<uint64_t> frames_spilled{0};       // large frames decoded into a FrameSpill file
 };
@@ -132,6 +152,9 @@ class FrameFetcher {
   // Blocks until nothing is queued or in flight (tests and `--prefetch` completion reports).
   void wait_idle();
   bool idle() const;
+  // Drops every queued prefetch and background frame that no reader waits for, and ignores later
+  // prefetch() calls at those priorities. Fill runs in flight finish. Never blocks on I/O.
+  void stop_background();
 
   const FetchCounters& counters() const { return counters_; }
 
@@ -155,6 +178,15 @@ class FrameFetcher {
   // Delivers the result of fetch `seq` of `frame`; a fetch that was replaced is ignored.
   void complete(uint32_t frame, uint64_t seq, const Result<FetchedFrame>& result);
   uint64_t reserve_for(uint64_t bytes, bool background);
+  void release_charge(uint64_t bytes, bool background);
+  // A fill frame read from the store that no reader waits for and nobody keeps in memory: checks
+  // its digest, stores it in the chunk cache and forgets it; false (nothing done) when it is
+  // wanted after all, or the chunk cache is off.
+  bool store_unwanted(uint32_t frame, uint64_t seq, std::span<const std::byte> compressed);
+  // Whether fetch `seq` of `frame` has readers or is kept in memory; when not (and asked),
+  // forgets it: a fill frame that needs no decode.
+  enum class Want { kWanted, kUnwanted, kReplaced };
+  Want want(uint32_t frame, uint64_t seq, bool forget_if_unwanted);
   // Puts claimed frames back in the queue (their budget is taken by reads) and waits a little.
   void requeue(const std::vector<uint32_t>& run, const std::map<uint32_t, uint64_t>& seq_of);
   bool spills(uint32_t frame) const { return config_.spill_over_bytes > 0 && frames_[frame].uncompressed_size > config_.spill_over_bytes; }
@@ -192,6 +224,8 @@ class FrameFetcher {
   int background_active_ = 0;
   int active_ = 0;
   bool stop_ = false;
+  bool background_stopped_ = false;
+  std::atomic<uint64_t> fill_in_flight_{0};  // budget charges of fill runs
   std::mutex log_mu_;  // guards bad_copy_log_
   LogRateLimit bad_copy_log_;
   std::vector<std::jthread> workers_;

@@ -20,6 +20,9 @@ void for_each_field(S& s, F&& f) {
   f("frames_from_chunk_cache", s.frames_from_chunk_cache);
   f("frames_from_memory", s.frames_from_memory);
   f("prefetched_frames", s.prefetched_frames);
+  f("fill_target_bytes", s.fill_target_bytes);
+  f("fill_bytes", s.fill_bytes);
+  f("on_demand_bytes", s.on_demand_bytes);
   f("chunk_cache_bad", s.chunk_cache_bad);
   f("frames_spilled", s.frames_spilled);
   f("fetch_errors", s.fetch_errors);

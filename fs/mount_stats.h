@@ -22,6 +22,9 @@ struct MountStats {
   uint64_t frames_from_chunk_cache = 0;
   uint64_t frames_from_memory = 0;
   uint64_t prefetched_frames = 0;
+  uint64_t fill_target_bytes = 0;       // compressed bytes the fill policy queued for background fill
+  uint64_t fill_bytes = 0;              // of store_bytes: fetched by prefetch and background fill
+  uint64_t on_demand_bytes = 0;         // of store_bytes: fetched for reads and their readahead
   uint64_t chunk_cache_bad = 0;
   uint64_t frames_spilled = 0;          // frames over a quarter of the budget decoded to a file
   uint64_t fetch_errors = 0;

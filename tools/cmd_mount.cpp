@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // `lazycache mount`: mount each saved path of a cache entry (or of a local archive) at its place
 // and leave a daemon serving them. See docs/mount.md.
+#include <malloc.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -65,6 +66,11 @@ int run_mount(ArgParser& args) {
               "what to fetch ahead: the entry's learned hot list (hot), also everything else in the background (all), "
               "the paths listed in FILE then the hot list, or nothing",
               "hot");
+  args.option("fill", "auto|all|none|SIZE",
+              "how much of the archive to fetch into the chunk cache in the background, behind reads: everything "
+              "when it is small against the cache (auto: at most a quarter of --cache-size and 1G), all of it, "
+              "nothing, or at most SIZE compressed bytes",
+              "auto");
   args.option("cache-dir", "DIR", "local chunk cache (default: $LAZYCACHE_CACHE_DIR, ~/.cache/lazycache/chunks, "
                                   "/var/cache/lazycache/chunks as root)");
   args.option("cache-size", "SIZE", "chunk cache bound; least recently used frames are evicted", "10G");
@@ -106,6 +112,15 @@ int run_mount(ArgParser& args) {
   if (args.has("allow-other")) {
     if (Status s = check_allow_other(geteuid() == 0); !s.ok()) return report_error("mount", s);
   }
+  auto fill = fs::FillPolicy::parse(args.get("fill"));
+  if (!fill.ok()) {
+    auto cap = args.get_size("fill");
+    if (!cap.ok()) {
+      std::cerr << "lazycache mount: --fill: expected auto, all, none or a size like 512M, got '" << args.get("fill") << "'\n";
+      return kExitUsage;
+    }
+    fill = fs::FillPolicy{fs::FillPolicy::Mode::kBytes, *cap};
+  }
 
   for (const auto& p : paths) {
     if (clean_stale(p)) std::cerr << "lazycache mount: cleaned up a stale mount at " << p << " (its daemon was gone)\n";
@@ -113,6 +128,10 @@ int run_mount(ArgParser& args) {
   }
 
   auto daemon = Daemonizer::start(args.has("foreground"));
+  // Frame buffers (MiBs each) always come from mmap and go back to the system when freed: with
+  // glibc's sliding threshold they would land in per-thread arenas after the first free, and
+  // the daemon's RSS would keep the high-water mark of every fetch thread's arena.
+  ::mallopt(M_MMAP_THRESHOLD, 256 << 10);
   if (!daemon.ok()) return report_error("mount", daemon.error());
   auto fail = [&](const Status& s) {
     int rc = report_error("mount", s);
@@ -191,6 +210,8 @@ int run_mount(ArgParser& args) {
 
   fs::FilesystemConfig config;
   config.memory_budget_bytes = *budget;
+  config.fill = *fill;
+  config.cache_bound_bytes = *cache_size;
   config.fetcher.threads = static_cast<int>(*threads);
   config.read_timeout_ms = static_cast<uint64_t>(*timeout) * 1000;
   config.mount_range_reads = mount_reads;

@@ -257,7 +257,9 @@ int serve(fs::Filesystem& filesystem, std::vector<std::unique_ptr<fs::FuseMount>
     if (sig == SIGUSR1) write_access(base + ".access.live");
     write_state();
   }
-  // Every mount point is gone, so no new request can arrive: the figures are final.
+  // Every mount point is gone, so no new request can arrive: the figures are final, and the fill
+  // not yet started is dropped now, so exiting waits at most for the fill runs in flight.
+  filesystem.stop_fill();
   waiters.clear();
   write_access(base + ".access");
   state.stopped = true;

@@ -247,8 +247,9 @@ std::string mount_summary(const fs::MountStats& s) {
   char secs[32];
   std::snprintf(secs, sizeof(secs), "%.1f s", s.uptime_seconds);
   std::ostringstream out;
-  out << "fetched " << size_text(s.store_bytes) << " of " << size_text(s.archive_bytes) << " (" << pct << ") in "
-      << s.store_range_reads << " range reads (+" << s.mount_range_reads << " at mount); frames: " << s.frames_from_store
+  out << "fetched " << size_text(s.store_bytes) << " of " << size_text(s.archive_bytes) << " (" << pct << "; "
+      << size_text(s.on_demand_bytes) << " on demand, " << size_text(s.fill_bytes) << " by prefetch and fill of "
+      << size_text(s.fill_target_bytes) << " queued) in " << s.store_range_reads << " range reads (+" << s.mount_range_reads << " at mount); frames: " << s.frames_from_store
       << " from the store, " << s.frames_from_chunk_cache << " chunk-cache hits, " << s.frames_from_memory
       << " memory hits, " << s.prefetched_frames << " prefetched; " << s.files_opened << " files opened, "
       << size_text(s.bytes_served) << " served";

@@ -79,6 +79,10 @@ expect_exit 3 "$LC" cat "$W/a.tar.zst" tree/not-there
 expect_exit 2 "$LC" pack tree
 expect_exit 2 "$LC" pack -o "$W/x.tar.zst" ../src/tree
 [ ! -e "$W/x.tar.zst" ] || fail "a failed pack left an archive"
+# A bad --fill policy is a usage error naming the value, before anything is mounted.
+expect_exit 2 "$LC" mount --archive "$W/a.tar.zst" --fill most "$W/never-mounted"
+grep -q "'most'" "$W/err" || fail "mount --fill most should name the bad value"
+[ ! -e "$W/never-mounted" ] || fail "a mount refused for its --fill created its mount point"
 head -c 100000 "$W/a.tar.zst" > "$W/trunc.tar.zst"
 expect_exit 1 "$LC" verify "$W/trunc.tar.zst"
 # Started with stdout (or stdin) closed, as some CI runners start steps: the summary line must not

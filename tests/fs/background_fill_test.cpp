@@ -1,0 +1,297 @@
+// SPDX-License-Identifier: MIT
+// Background fill (issue 15): the policy (pure), and the machinery behind reads: a read queued
+// behind a busy fill is served within one fetch, a failing fill fails no read, stop_fill() ends
+// the fill at once, fill frames go to the chunk cache undecoded, and fill stays within its share
+// of the memory budget and still progresses when the job's frames fill that budget.
+#include <catch2/catch.hpp>
+
+#include <fcntl.h>
+
+#include <chrono>
+#include <thread>
+
+#include "fs/filesystem.h"
+#include "fs/fill_policy.h"
+#include "fs/local_files.h"
+#include "fs_test_util.h"
+
+using namespace lazycache;
+using lazycache::testing::TempDir;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+// A file source whose next `hold` reads block until open_gate() (then fail with kUnavailable, as a
+// dropped connection does, or pass when `held_reads_pass`), and whose reads may each take
+// `delay_ms`. Counts reads and the ones blocked now.
+class GatedSource final : public ByteSource {
+ public:
+  explicit GatedSource(std::shared_ptr<const ByteSource> inner) : inner_(std::move(inner)) {}
+  ~GatedSource() override { open_gate(); }
+  uint64_t size() const override { return inner_->size(); }
+  std::string describe() const override { return "gated " + inner_->describe(); }
+  Result<size_t> read_at(uint64_t offset, std::span<std::byte> out) const override {
+    reads.fetch_add(1);
+    if (delay_ms.load() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms.load()));
+    bool held = false;
+    {
+      std::unique_lock lock(mu_);
+      if (hold > 0) {
+        --hold;
+        held = true;
+        ++blocked;
+        cv_.notify_all();
+        cv_.wait(lock, [&] { return gate_open_; });
+        --blocked;
+      }
+    }
+    if (held && !held_reads_pass.load()) return Status(ErrorCode::kUnavailable, "injected: connection dropped");
+    return inner_->read_at(offset, out);
+  }
+  void hold_next(int n) {
+    std::lock_guard lock(mu_);
+    hold = n;
+    gate_open_ = false;
+  }
+  // Waits (at most 10 s) until `n` reads are blocked at the gate.
+  bool wait_blocked(int n) {
+    std::unique_lock lock(mu_);
+    return cv_.wait_for(lock, std::chrono::seconds(10), [&] { return blocked >= n; });
+  }
+  void open_gate() {
+    std::lock_guard lock(mu_);
+    gate_open_ = true;
+    hold = 0;
+    cv_.notify_all();
+  }
+
+  mutable std::atomic<uint64_t> reads{0};
+  std::atomic<int> delay_ms{0};
+  std::atomic<bool> held_reads_pass{false};
+
+ private:
+  std::shared_ptr<const ByteSource> inner_;
+  mutable std::mutex mu_;
+  mutable std::condition_variable cv_;
+  mutable int hold = 0, blocked = 0;
+  bool gate_open_ = true;
+};
+
+struct Mount {
+  TempDir dir;
+  std::string archive = dir / "a.tar.zst";
+  std::shared_ptr<GatedSource> source;
+  uint64_t mount_reads = 0;
+  std::unique_ptr<fs::Filesystem> fs;
+
+  // 16 KiB frames: a tree of a few hundred KiB has dozens of frames.
+  ~Mount() {
+    if (source) source->open_gate();  // a test that failed with reads held must not hang here
+    fs.reset();
+  }
+  explicit Mount(int packages = 80) {
+    testing::make_node_like_tree(dir / "t", packages);
+    testing::pack_tree(dir.path(), {"t"}, archive, 16 << 10);
+  }
+  void open(fs::FilesystemConfig config = {}, bool with_cache = true) {
+    fs.reset();
+    auto file = LocalFileSource::open(archive);
+    REQUIRE(file.ok());
+    source = std::make_shared<GatedSource>(std::shared_ptr<const ByteSource>(std::move(file).value()));
+    auto reader = format::ArchiveReader::open(source);
+    REQUIRE(reader.ok());
+    mount_reads = source->reads;
+    std::shared_ptr<fs::ChunkCache> cache;
+    if (with_cache) {
+      auto c = fs::ChunkCache::open({dir / "cache", 1ull << 30});
+      REQUIRE(c.ok());
+      cache = *c;
+    }
+    fs = std::make_unique<fs::Filesystem>(std::move(reader).value(), cache, config);
+  }
+  std::string path_in_last_frame() const {
+    const auto& index = fs->index();
+    const uint32_t last = static_cast<uint32_t>(index.frames().size() - 1);
+    for (format::EntryId id = index.entry_count(); id-- > 0;) {
+      const format::Entry e = index.entry(id);
+      if (e.type == format::EntryType::kRegular && e.size > 0 && index.frames_for_range(e.data_offset, 1).first >= last - 1) {
+        return index.path(id);
+      }
+    }
+    FAIL("no file in the last frames");
+    return {};
+  }
+  Result<std::string> read(const std::string& path, size_t size = 100) {
+    auto id = fs->index().lookup_path(path);
+    REQUIRE(id.has_value());
+    auto h = fs->open(fs->canonical(*id), O_RDONLY);
+    REQUIRE(h.ok());
+    auto r = fs->read_sync(*h, 0, size);
+    fs->release(*h);
+    return r;
+  }
+};
+
+// One range read per fill frame, two fill workers of four: the queue stays full.
+fs::FilesystemConfig small_fill_config() {
+  fs::FilesystemConfig c;
+  c.fetcher.threads = 4;
+  c.fetcher.background_threads = 2;
+  c.fetcher.merge_bytes_background = 1;
+  c.fill = fs::FillPolicy{fs::FillPolicy::Mode::kAll, 0};
+  c.idle_trim_ms = 0;
+  return c;
+}
+
+bool wait_until(const std::function<bool()>& done, std::chrono::milliseconds limit) {
+  const auto end = Clock::now() + limit;
+  while (!done()) {
+    if (Clock::now() > end) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("fill policy: auto fills a small archive whole, caps a huge one; none and no cache fill nothing", "[unit]") {
+  using P = fs::FillPolicy;
+  const uint64_t G = 1ull << 30, M = 1ull << 20;
+  CHECK(P{}.target_bytes(31 * M, 10 * G, true) == 31 * M);  // the default: node's archive, whole
+  CHECK(P{}.target_bytes(800 * M, 10 * G, true) == 800 * M);
+  CHECK(P{}.target_bytes(5 * G, 10 * G, true) == P::kAutoCapBytes);  // a huge entry: its first gigabyte
+  CHECK(P{}.target_bytes(300 * M, 1 * G, true) == 256 * M);          // at most a quarter of the cache
+  CHECK(P{}.target_bytes(31 * M, 10 * G, false) == 0);               // fill goes only to the chunk cache
+  CHECK(P{P::Mode::kAll, 0}.target_bytes(5 * G, 1 * G, true) == 5 * G);
+  CHECK(P{P::Mode::kNone, 0}.target_bytes(31 * M, 10 * G, true) == 0);
+  CHECK(P{P::Mode::kBytes, 8 * M}.target_bytes(31 * M, 10 * G, true) == 8 * M);
+  for (const char* text : {"auto", "all", "none"}) {
+    auto p = P::parse(text);
+    REQUIRE(p.ok());
+    CHECK(p->to_string() == text);
+  }
+  auto bad = P::parse("most");
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.error().code() == ErrorCode::kInvalidArgument);
+  CHECK(bad.error().to_string().find("'most'") != std::string::npos);
+}
+
+TEST_CASE("the default fill brings the whole archive into the chunk cache undecoded, counted as filled", "[unit]") {
+  Mount m;
+  {
+    fs::FilesystemConfig c;
+    c.idle_trim_ms = 0;
+    m.open(c);
+    m.fs->start_prefetch(fs::PrefetchMode::kHotList);
+    m.fs->wait_prefetch_idle();
+    const auto s = m.fs->stats();
+    CHECK(s.fill_target_bytes > 0);
+    CHECK(s.frames_from_store == s.archive_frames);
+    CHECK(s.fill_bytes == s.store_bytes);
+    CHECK(s.on_demand_bytes == 0);
+    CHECK(s.memory_used_bytes == 0);  // nothing decoded into memory
+    CHECK(s.store_range_reads < s.archive_frames);  // merged runs
+  }
+  m.open();
+  CHECK(m.read(m.path_in_last_frame()).ok());
+  CHECK(m.source->reads == m.mount_reads);  // from the chunk cache
+}
+
+TEST_CASE("a read queued behind a full fill queue is served within one fetch", "[unit][concurrency]") {
+  Mount m;
+  m.open(small_fill_config());
+  m.source->hold_next(2);  // both fill workers stuck in a range read
+  m.fs->start_prefetch(fs::PrefetchMode::kHotList);
+  REQUIRE(m.source->wait_blocked(2));
+  const uint64_t before = m.source->reads;
+  const auto start = Clock::now();
+  auto r = m.read(m.path_in_last_frame());  // queued last by the fill
+  const auto took = Clock::now() - start;
+  REQUIRE(r.ok());
+  CHECK(m.source->reads == before + 1);
+  CHECK(took < std::chrono::seconds(2));
+  const auto s = m.fs->stats();
+  CHECK(s.on_demand_bytes > 0);
+  m.source->held_reads_pass = true;
+  m.source->open_gate();
+}
+
+TEST_CASE("a failing fill fetch fails no read: a reader who joined it gets its own fetch", "[unit][concurrency]") {
+  Mount m;
+  m.open(small_fill_config());
+  // A small file in one frame, prefetched alone (a learned hot file): its fetch is held, then
+  // fails as a dropped connection does.
+  const std::string file = "t/node_modules/pkg-40/index.js";
+  auto id = m.fs->index().lookup_path(file);
+  REQUIRE(id.has_value());
+  const format::Entry e = m.fs->index().entry(*id);
+  const auto [first, last] = m.fs->index().frames_for_range(e.data_offset, e.size);
+  REQUIRE(first == last);
+  m.source->hold_next(1);
+  m.fs->start_prefetch(fs::PrefetchMode::kNone, {file});
+  REQUIRE(m.source->wait_blocked(1));
+  Result<std::string> r = Status(ErrorCode::kInternal, "not run");
+  std::thread reader([&] { r = m.read(file); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // joined the held fetch
+  m.source->open_gate();                                        // which now fails
+  reader.join();
+  INFO((r.ok() ? std::string() : r.error().to_string()));
+  CHECK(r.ok());
+  CHECK(m.fs->stats().read_errors == 0);
+  CHECK(m.fs->stats().fetch_errors == 1);
+}
+
+TEST_CASE("stop_fill drops the fill not yet started: the mount's end waits for nothing queued", "[unit][concurrency]") {
+  Mount m(200);
+  m.open(small_fill_config());
+  m.source->delay_ms = 20;  // a slow link: the whole fill would take seconds
+  m.fs->start_prefetch(fs::PrefetchMode::kHotList);
+  REQUIRE(wait_until([&] { return m.source->reads > m.mount_reads + 2; }, std::chrono::seconds(10)));
+  const auto start = Clock::now();
+  m.fs->stop_fill();
+  m.fs->wait_prefetch_idle();  // at most the two fill reads in flight
+  const auto took = Clock::now() - start;
+  CHECK(took < std::chrono::milliseconds(500));
+  const uint64_t after = m.source->reads;
+  CHECK(m.fs->stats().frames_from_store < m.fs->stats().archive_frames);
+  m.fs->start_prefetch(fs::PrefetchMode::kAll);  // ignored after stop_fill
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  CHECK(m.source->reads == after);
+  // Reads still work.
+  m.source->delay_ms = 0;
+  CHECK(m.read(m.path_in_last_frame()).ok());
+}
+
+TEST_CASE("fill progresses when the job's frames hold the whole memory budget", "[unit]") {
+  Mount m(120);
+  fs::FilesystemConfig c = small_fill_config();
+  c.memory_budget_bytes = 256 << 10;            // 16 frames of 16 KiB
+  c.fetcher.merge_bytes_background = 192 << 10;  // a fill run does not fit in what is left
+  c.archive_readahead.streams = 0;               // no readahead in flight when the reads end
+  m.open(c);
+  // The job reads the first half of the archive: its frames take the whole budget (idle
+  // trimming off: they stay) and go to the chunk cache.
+  const auto& index = m.fs->index();
+  const uint32_t half = static_cast<uint32_t>(index.frames().size() / 2);
+  for (format::EntryId id = 0; id < index.entry_count(); ++id) {
+    const format::Entry e = index.entry(id);
+    if (e.type != format::EntryType::kRegular || e.size == 0 || e.size > (8 << 10) || index.frames_for_range(e.data_offset, e.size).second >= half) continue;
+    REQUIRE(m.read(index.path(id)).ok());  // small files, one frame each: every frame stays in memory
+  }
+  m.fs->wait_prefetch_idle();
+  REQUIRE(m.fs->stats().memory_used_bytes + (128 << 10) > c.memory_budget_bytes);
+  m.fs->start_prefetch(fs::PrefetchMode::kAll);
+  const bool done = wait_until([&] { return m.fs->prefetch_idle(); }, std::chrono::seconds(20));
+  const auto s = m.fs->stats();
+  INFO(s.to_text());
+  REQUIRE(done);
+  CHECK(s.fill_bytes > 0);
+  CHECK(s.fill_bytes + s.on_demand_bytes == s.store_bytes);
+  // Every frame is in the chunk cache now: a new mount reads every file without the store.
+  m.open(c);
+  for (format::EntryId id = 0; id < m.fs->index().entry_count(); ++id) {
+    const format::Entry e = m.fs->index().entry(id);
+    if (e.type == format::EntryType::kRegular && e.size > 0) REQUIRE(m.read(m.fs->index().path(id), 1 << 20).ok());
+  }
+  CHECK(m.source->reads == m.mount_reads);
+}
