@@ -37,7 +37,7 @@ rm -rf "$P" && mkdir -p "$P"
 
 # A chunk cache of its own (not $LAZYCACHE_CACHE_DIR): unmount --save must read base frames
 # from the one the daemon used.
-"$LC" mount --key deps-v2 --restore-keys deps- --cache-dir "$W/job-cache" "$P" > "$W/out"
+"$LC" mount --key deps-v2 --restore-keys deps- --cache-dir "$W/job-cache" --fill none "$P" > "$W/out"
 grep -q "cache-matched-key=deps-v1" "$W/out" || fail "restore-key mount: $(cat "$W/out")"
 cat "$P"/pkg-03/lib/f00*.js > /dev/null  # the job reads a little
 # ~1 % of the files: 30 rewritten in one package (as an upgrade does), 10 new, 1 deleted, 1 chmod.
