@@ -3,10 +3,11 @@
 //
 // Design: driven by the index, not by re-parsing the tar stream. Directories, then file data in
 // tar-stream order, then hardlinks, symlinks and finally directory modes/mtimes (deepest first).
-// File data flows through a pipeline: one fetch thread reads batches of adjacent frames with
-// ByteSource::read_ranges (so a remote source fetches them concurrently), `threads` workers verify
-// (XXH3-128 of the compressed bytes) and decompress them, and the calling thread writes them in
-// order. Memory is bounded by about `max_inflight_bytes` of compressed plus decoded frames.
+// File data flows through a pipeline (format/frame_pipeline.h): `concurrency` fetch threads read
+// parts of up to `part_size_bytes` of adjacent frames, one ranged read each, all in flight from the
+// first byte; `threads` workers verify (XXH3-128 of the compressed bytes) and decompress each frame
+// as its part arrives, and the calling thread writes them in order. Memory is bounded by about
+// `max_inflight_bytes` of compressed plus decoded frames.
 //
 // Safety: every path is built from index names, which Index::parse has already checked (no '/',
 // no "." or "..", no NUL). Every directory is opened component by component with
@@ -55,8 +56,11 @@ struct ExtractConfig {
   // targets. Ancestors of a selected path are created if missing, without changing their metadata.
   std::vector<std::string> only_paths;
   int threads = 0;                           // decode workers; 0 = one per online CPU
-  uint32_t batch_frames = 8;                 // adjacent frames per read_ranges call
-  uint64_t max_inflight_bytes = 256ull << 20;
+  // Range reads: simultaneous reads and compressed bytes per read; 0 = auto (choose_fetch_plan()
+  // in format/frame_pipeline.h: 8 reads, parts sized to the budget and the archive).
+  int concurrency = 0;
+  uint64_t part_size_bytes = 0;
+  uint64_t max_inflight_bytes = 256ull << 20;  // compressed + decoded bytes held at once
   // Symlinks whose target is absolute or resolves outside the target directory.
   enum class ExternalSymlinks { kCreate, kRefuse };
   ExternalSymlinks external_symlinks = ExternalSymlinks::kCreate;  // kCreate: like tar; never followed
@@ -78,6 +82,9 @@ struct ExtractStats {
   uint64_t file_bytes = 0;
   uint64_t compressed_bytes_read = 0;
   uint32_t frames_read = 0;
+  uint32_t parts = 0;              // range reads of frame data (one request each from a store)
+  int concurrency = 0;             // the read plan used (explicit or auto)
+  uint64_t part_size_bytes = 0;
   uint64_t stale_temporaries = 0;  // ".lazycache-tmp.PID.N" of dead writers removed
   uint64_t dir_opens = 0;  // directory openat calls of the walks (linear in the entries, any depth)
   double seconds = 0;
