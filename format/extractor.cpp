@@ -271,8 +271,12 @@ bool Extractor::can_stage(const std::string& dest) const {
   auto [parent, leaf] = split_destination(dest);
   if (leaf.empty() || leaf == "." || leaf == ".." || parent == dest) return false;
   // Another target inside this one would create its directories for real before the rename.
-  for (const auto& other : cfg_.targets)
-    if (other.dest_path.size() > dest.size() && other.dest_path.compare(0, dest.size(), dest) == 0 && other.dest_path[dest.size()] == '/') return false;
+  const std::string inside = (parent == "/" ? "" : parent) + "/" + leaf + "/";
+  for (const auto& other : cfg_.targets) {
+    auto [o_parent, o_leaf] = split_destination(other.dest_path);
+    const std::string o = (o_parent == "/" ? "" : o_parent) + "/" + o_leaf + "/";
+    if (o.size() > inside.size() && o.compare(0, inside.size(), inside) == 0) return false;
+  }
   return true;
 }
 
