@@ -19,6 +19,7 @@
 #include <deque>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -238,6 +239,7 @@ class Extractor {
   Status open_targets();
   Status select_items();
   Status make_dirs();
+  void start_fetch();
   Status write_files();
   Status start_file(const Item& it, ActiveFile& af);
   Status write_piece(ActiveFile& af, const char* data, size_t n);
@@ -265,6 +267,16 @@ class Extractor {
   std::vector<Created> created_;        // see note_created()
   ExtractStats stats_;
   ExtractProgress progress_;
+  // File data holders in tar-stream order, the frames they need, and the pipeline reading them:
+  // started by start_fetch() before the directories are made, so the first parts are on their way
+  // while make_dirs() runs.
+  struct PendingFile {
+    uint64_t offset = 0, size = 0;
+    size_t item = 0;
+  };
+  std::vector<PendingFile> pending_;
+  std::vector<uint32_t> frames_;
+  std::unique_ptr<FramePipeline> pipe_;
 };
 
 bool Extractor::can_stage(const std::string& dest) const {
@@ -495,22 +507,18 @@ Status Extractor::finish_file(const Item& it, ActiveFile& af) {
   return st;
 }
 
-Status Extractor::write_files() {
+void Extractor::start_fetch() {
   // Data holders sorted by their offset in the tar stream (offsets and sizes read from the index
   // once: the sort and the write loop would otherwise decode an entry per comparison and piece).
-  struct Pending {
-    uint64_t offset = 0, size = 0;
-    size_t item = 0;
-  };
-  std::vector<Pending> files;
+  auto& files = pending_;
   files.reserve(leader_item_.size());
   for (const auto& [group, item] : leader_item_) {
     Entry e = idx_.entry(items_[item].id);
-    files.push_back(Pending{e.data_offset, e.size, item});
+    files.push_back(PendingFile{e.data_offset, e.size, item});
   }
-  std::sort(files.begin(), files.end(), [](const Pending& a, const Pending& b) { return a.offset < b.offset; });
+  std::sort(files.begin(), files.end(), [](const PendingFile& a, const PendingFile& b) { return a.offset < b.offset; });
   std::vector<uint32_t> frames;
-  for (const Pending& p : files) {
+  for (const PendingFile& p : files) {
     if (p.size == 0) continue;
     auto [first, last] = idx_.frames_for_range(p.offset, p.size);
     for (uint32_t f = first; f <= last; ++f)
@@ -523,13 +531,20 @@ Status Extractor::write_files() {
     uncompressed += idx_.frames()[f].uncompressed_size;
   }
   const FetchPlan plan = choose_fetch_plan(compressed, uncompressed, cfg_.max_inflight_bytes, cfg_.concurrency, cfg_.part_size_bytes);
-  FramePipeline pipe(r_, frames, plan, cfg_.max_inflight_bytes, threads);
   stats_.concurrency = plan.concurrency;
   stats_.part_size_bytes = plan.part_bytes;
-  stats_.parts = static_cast<uint32_t>(pipe.part_count());
+  frames_ = frames;
+  pipe_ = std::make_unique<FramePipeline>(r_, std::move(frames), plan, cfg_.max_inflight_bytes, threads);
+  stats_.parts = static_cast<uint32_t>(pipe_->part_count());
+}
+
+Status Extractor::write_files() {
+  const auto& files = pending_;
+  const auto& frames = frames_;
+  FramePipeline& pipe = *pipe_;
   size_t next = 0;  // next file in `files` to start
   ActiveFile af;
-  const Pending* current = nullptr;  // the file af holds
+  const PendingFile* current = nullptr;  // the file af holds
   bool active = false;
   auto finish_error = [&](Status s) {
     if (active && !af.tmp.empty()) ::unlinkat(af.dir, af.tmp.c_str(), 0);
@@ -811,8 +826,10 @@ Result<ExtractStats> Extractor::run() {
   Status st = open_targets();
   if (st.ok()) st = select_items();
   if (st.ok()) st = check_symlinks();  // before anything is written
+  if (st.ok()) start_fetch();
   if (st.ok()) st = make_dirs();
   if (st.ok()) st = write_files();
+  pipe_.reset();  // cancels and joins: no thread outlives the data phase
   if (st.ok()) st = make_links();
   if (st.ok()) st = make_symlinks();
   if (st.ok()) st = finish_dirs();
