@@ -19,7 +19,12 @@
 // goes through one. With ExternalSymlinks::kRefuse, a symlink whose target resolves outside the
 // target directory is refused before anything is written; the check resolves chains through the
 // archive's own symlinks (up -> .., esc -> up/../..), not just the ".." in the link text.
-// Each file is written as an unnamed O_TMPFILE in its directory and linked under its final name
+// A directory target that does not exist yet is built under a temporary name in its parent
+// (".lazycache-tmp.PID.N") and renamed into place (RENAME_NOREPLACE) once everything is written:
+// inside it files, symlinks and hardlinks are created straight under their final names (nothing
+// is visible until the rename), and a dead writer's staged tree is removed by the next extract
+// into that parent. Into an existing directory,
+// each file is written as an unnamed O_TMPFILE in its directory and linked under its final name
 // once its content digest matches (a file that already exists: linked under a temporary name,
 // then renamed over it: the directory's listing, read once for the sweep below, says which names
 // are taken); where O_TMPFILE is unsupported, a named temporary
