@@ -145,6 +145,9 @@ class Extractor {
   Result<int> dir_fd(uint32_t target, EntryId dir, const Item& it) {
     if (dirs_target_ != target) {
       dirs_.reset(&idx_, targets_[target].base.get(), cfg_.targets[target].entry);
+      // Staged targets: directories are made by the walk just before their first entry (see
+      // DirStack::set_create_missing); make_dirs(true) makes the rest (empty ones) afterwards.
+      dirs_.set_create_missing(targets_[target].staged);
       dirs_target_ = target;
     }
     return dirs_.open(dir, [&] { return entry_label(it); });
@@ -238,7 +241,7 @@ class Extractor {
   Status publish_staged();
   Status open_targets();
   Status select_items();
-  Status make_dirs();
+  Status make_dirs(bool staged_pass);
   void start_fetch();
   Status write_files();
   Status start_file(const Item& it, ActiveFile& af);
@@ -390,11 +393,19 @@ Status Extractor::select_items() {
   return Status();
 }
 
-Status Extractor::make_dirs() {
+Status Extractor::make_dirs(bool staged_pass) {
   for (const auto& it : items_) {
     Entry e = idx_.entry(it.id);
     if (e.type != EntryType::kDirectory) continue;
     if (it.id == cfg_.targets[it.target].entry) continue;  // the target directory itself exists already
+    if (targets_[it.target].staged != staged_pass) continue;
+    if (staged_pass) {
+      // Only this run writes in a staged target: a directory that exists was made by the walk.
+      LC_ASSIGN_OR_RETURN(int dir, parent_dir(it));
+      if (::mkdirat(dir, leaf_name(it).c_str(), 0700) != 0 && errno != EEXIST) return errno_status("creating directory for " + entry_label(it));
+      ++stats_.dirs;
+      continue;
+    }
     LC_ASSIGN_OR_RETURN(int dir, parent_dir(it));
     std::string name = leaf_name(it);
     const Listing* seen = parent_listing(it);
@@ -827,11 +838,12 @@ Result<ExtractStats> Extractor::run() {
   if (st.ok()) st = select_items();
   if (st.ok()) st = check_symlinks();  // before anything is written
   if (st.ok()) start_fetch();
-  if (st.ok()) st = make_dirs();
+  if (st.ok()) st = make_dirs(false);
   if (st.ok()) st = write_files();
   pipe_.reset();  // cancels and joins: no thread outlives the data phase
   if (st.ok()) st = make_links();
   if (st.ok()) st = make_symlinks();
+  if (st.ok()) st = make_dirs(true);  // the staged targets' directories no entry needed on the way
   if (st.ok()) st = finish_dirs();
   if (st.ok()) st = publish_staged();
   if (!st.ok()) {
