@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: MIT
 #include "format/dir_stack.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+
 #include <algorithm>
 
 namespace lazycache::format {
@@ -35,6 +38,10 @@ void DirStack::truncate(size_t size) {
 Status DirStack::push(EntryId id, const Describe& what) {
   const int parent = fd_at(levels_.size() - 1);
   ++openat_calls_;
+  if (create_missing_) {
+    const std::string name = tree_.name(id);
+    if (::mkdirat(parent, name.c_str(), 0700) != 0 && errno != EEXIST) return errno_status("creating directory for " + what());
+  }
   LC_ASSIGN_OR_RETURN(Fd fd, open_dir_below(parent, {tree_.name(id)}, false, what()));
   level_of_[id] = levels_.size();
   levels_.push_back(Level{id, std::move(fd)});

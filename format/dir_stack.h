@@ -45,6 +45,11 @@ class DirStack {
   // next call. `what` names the entry in errors (kPermissionDenied for a symlink or
   // non-directory on the way, kNotFound, kIo).
   Result<int> open(EntryId dir, const Describe& what);
+  // With `create`, a directory missing on the way is made (mode 0700, relative to its parent's
+  // descriptor, like the walk) before it is opened: extraction into a staged target creates each
+  // directory just before its first entry, as tar does (ext4 allocates inodes faster that way
+  // than for all directories first, then all files). Until the next reset.
+  void set_create_missing(bool create) { create_missing_ = create; }
 
   size_t open_descriptors() const;
   uint64_t openat_calls() const { return openat_calls_; }
@@ -61,6 +66,7 @@ class DirStack {
 
   Tree tree_;
   bool ready_ = false;
+  bool create_missing_ = false;
   int base_fd_ = -1;
   std::vector<Level> levels_;                    // levels_[0] is `top` (its fd: base_fd_)
   std::unordered_map<EntryId, size_t> level_of_;  // entry -> its index in levels_

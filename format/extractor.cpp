@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -18,6 +19,7 @@
 #include <deque>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -26,6 +28,7 @@
 #include <unordered_map>
 
 #include "format/dir_stack.h"
+#include "format/frame_pipeline.h"
 #include "format/fs_util.h"
 #include "format/hashing.h"
 #include "format/quote.h"
@@ -58,110 +61,40 @@ struct Item {
   bool create_only = false;  // an ancestor of an only_paths selection: create, keep metadata
 };
 
-// Per-frame pipeline: the fetch thread reads batches of adjacent frames with one read_ranges
-// call each, decode workers verify and decompress, the calling thread consumes in order.
-class FramePipeline {
- public:
-  FramePipeline(const ArchiveReader& reader, std::vector<uint32_t> frames, uint32_t batch, uint64_t max_inflight, int threads)
-      : reader_(reader), frames_(std::move(frames)), batch_(std::max<uint32_t>(1, batch)), max_inflight_(max_inflight) {
-    workers_.emplace_back([this] { fetch_loop(); });
-    for (int i = 0; i < threads; ++i) workers_.emplace_back([this] { decode_loop(); });
+// Removes `name` in `dirfd` and, for a directory, everything below it, never following a
+// symlink. Best effort: returns false when something stayed.
+bool remove_tree(int dirfd, const std::string& name) {
+  if (::unlinkat(dirfd, name.c_str(), 0) == 0) return true;
+  if (errno != EISDIR && errno != EPERM) return errno == ENOENT;
+  int fd = ::openat(dirfd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return false;
+  ::fchmod(fd, 0700);  // finish_dirs may have made it read-only
+  DIR* d = ::fdopendir(fd);
+  if (!d) {
+    ::close(fd);
+    return false;
   }
-  ~FramePipeline() {
-    cancel();
-    workers_.clear();  // joins
-  }
+  std::vector<std::string> kids;
+  while (struct dirent* de = ::readdir(d))
+    if (std::strcmp(de->d_name, ".") != 0 && std::strcmp(de->d_name, "..") != 0) kids.emplace_back(de->d_name);
+  bool ok = true;
+  for (const auto& k : kids) ok = remove_tree(::dirfd(d), k) && ok;
+  ::closedir(d);
+  return ::unlinkat(dirfd, name.c_str(), AT_REMOVEDIR) == 0 && ok;
+}
 
-  // The decoded frame at position `seq` of the frame list (blocking).
-  Result<std::string> take(size_t seq) {
-    std::unique_lock lock(mu_);
-    cv_.wait(lock, [&] { return done_.count(seq) || !error_.ok(); });
-    if (!error_.ok()) return error_;
-    Result<std::string> r = std::move(done_.at(seq));
-    done_.erase(seq);
-    const FrameInfo& f = reader_.index().frames()[frames_[seq]];
-    inflight_ -= uint64_t{f.compressed_size} + f.uncompressed_size;
-    cv_.notify_all();
-    return r;
-  }
-  void cancel() {
-    std::lock_guard lock(mu_);
-    if (error_.ok()) error_ = Status(ErrorCode::kCancelled, "extraction stopped");
-    cv_.notify_all();
-  }
-  std::atomic<uint64_t> compressed_read{0};
-
- private:
-  void fail(Status s) {
-    std::lock_guard lock(mu_);
-    if (error_.ok()) error_ = std::move(s);
-    cv_.notify_all();
-  }
-
-  void fetch_loop() {
-    auto frames = reader_.index().frames();
-    size_t i = 0;
-    while (i < frames_.size()) {
-      size_t end = i + 1;
-      while (end < frames_.size() && end - i < batch_ && frames_[end] == frames_[end - 1] + 1) ++end;
-      uint64_t need = 0;
-      for (size_t k = i; k < end; ++k) need += uint64_t{frames[frames_[k]].compressed_size} + frames[frames_[k]].uncompressed_size;
-      {
-        std::unique_lock lock(mu_);
-        cv_.wait(lock, [&] { return inflight_ == 0 || inflight_ + need <= max_inflight_ || !error_.ok(); });
-        if (!error_.ok()) return;
-        inflight_ += need;
-      }
-      std::vector<std::string> bufs;
-      std::vector<ReadRequest> reqs;
-      bufs.reserve(end - i);
-      for (size_t k = i; k < end; ++k) bufs.emplace_back(frames[frames_[k]].compressed_size, '\0');
-      for (size_t k = i; k < end; ++k)
-        reqs.push_back(ReadRequest{frames[frames_[k]].compressed_offset, std::as_writable_bytes(std::span<char>(bufs[k - i])), 0});
-      Status s = reader_.source().read_ranges(reqs);
-      if (!s.ok()) return fail(s.with_context("reading frames " + std::to_string(frames_[i]) + "-" + std::to_string(frames_[end - 1]) + " of " + reader_.source().describe()));
-      for (size_t k = i; k < end; ++k) {
-        if (reqs[k - i].bytes_read != bufs[k - i].size())
-          return fail(Status(ErrorCode::kCorrupt, reader_.source().describe() + ": frame " + std::to_string(frames_[k]) + " truncated"));
-        compressed_read += bufs[k - i].size();
-      }
-      std::lock_guard lock(mu_);
-      for (size_t k = i; k < end; ++k) todo_.emplace_back(k, std::move(bufs[k - i]));
-      cv_.notify_all();
-      i = end;
-    }
-  }
-
-  void decode_loop() {
-    for (;;) {
-      std::pair<size_t, std::string> job;
-      {
-        std::unique_lock lock(mu_);
-        cv_.wait(lock, [&] { return !todo_.empty() || !error_.ok(); });
-        if (!error_.ok()) return;
-        job = std::move(todo_.front());
-        todo_.pop_front();
-      }
-      auto r = reader_.decode_frame(frames_[job.first], std::as_bytes(std::span<const char>(job.second)));
-      if (!r.ok()) return fail(r.error().with_context(reader_.source().describe()));
-      std::lock_guard lock(mu_);
-      done_.emplace(job.first, std::move(r));
-      cv_.notify_all();
-    }
-  }
-
-  const ArchiveReader& reader_;
-  const std::vector<uint32_t> frames_;
-  const uint32_t batch_;
-  const uint64_t max_inflight_;
-  std::mutex mu_;  // the only lock of the pipeline
-  std::condition_variable cv_;
-  uint64_t inflight_ = 0;                               // guarded by mu_: bytes reserved by fetched frames
-  std::deque<std::pair<size_t, std::string>> todo_;     // guarded by mu_
-  std::map<size_t, Result<std::string>> done_;          // guarded by mu_
-  Status error_;                                        // guarded by mu_
-  std::vector<std::jthread> workers_;                   // last: joined first on destruction
-};
+// The process umask, read without changing it (umask(2) would race with other threads); 0777
+// when unknown, so that every mode is set explicitly.
+mode_t current_umask() {
+  FILE* f = std::fopen("/proc/self/status", "re");
+  if (!f) return 0777;
+  unsigned mask = 0777;
+  char line[256];
+  while (std::fgets(line, sizeof line, f))
+    if (std::sscanf(line, "Umask: %o", &mask) == 1) break;
+  std::fclose(f);
+  return static_cast<mode_t>(mask);
+}
 
 class Extractor {
  public:
@@ -176,11 +109,24 @@ class Extractor {
     bool created = false;  // a directory target this run made (removed whole on failure)
     std::string leaf;     // non-directory targets: the final name in `base`
     std::string dest;
+    // A directory target that did not exist is built under a temporary name in its parent
+    // (`parent`, `staged_name`) and renamed to `final_leaf` once complete: files go straight
+    // under their final names inside it (no O_TMPFILE, no link or rename per file), and the tree
+    // appears whole or not at all; a kill -9 leaves only the temporary, which the next extract
+    // into that parent removes.
+    bool staged = false;
+    Fd parent;
+    std::string staged_name, final_leaf;
   };
   struct ActiveFile {
     EntryId id = 0;
-    Fd dir, file;
-    std::string tmp;  // empty for an unnamed O_TMPFILE
+    // Borrowed from dirs_: valid while this file is active, because nothing walks to another
+    // directory until it is finished (write_files() starts the next file only after that).
+    int dir = -1;
+    Fd file;
+    std::string tmp;      // empty for an unnamed O_TMPFILE or a direct file
+    bool direct = false;  // created under its final name in a staged target (see Target)
+    uint64_t end_written = 0;  // end of the last pwrite: ftruncate only when a hole ends the file
     Xxh3Stream hash;
     uint64_t written = 0;
   };
@@ -199,6 +145,9 @@ class Extractor {
   Result<int> dir_fd(uint32_t target, EntryId dir, const Item& it) {
     if (dirs_target_ != target) {
       dirs_.reset(&idx_, targets_[target].base.get(), cfg_.targets[target].entry);
+      // Staged targets: directories are made by the walk just before their first entry (see
+      // DirStack::set_create_missing); make_dirs(true) makes the rest (empty ones) afterwards.
+      dirs_.set_create_missing(targets_[target].staged);
       dirs_target_ = target;
     }
     return dirs_.open(dir, [&] { return entry_label(it); });
@@ -255,6 +204,13 @@ class Extractor {
     return errno_status("renaming into place " + entry_label(it));
   }
   void sweep_temporaries(int dirfd, Listing& names);
+  // A file's mode can be given at creation (no fchmod) unless the umask would clear some of its
+  // bits, it has setuid/setgid/sticky bits (a later fchown clears them) or owners are restored.
+  bool mode_final_at_create(const Entry& e) const {
+    const mode_t m = e.mode & 07777;
+    return !cfg_.restore_owner && (m & 07000) == 0 && (m & umask_) == 0;
+  }
+  mode_t create_mode(const Entry& e) const { return mode_final_at_create(e) ? (e.mode & 07777) : 0600; }
   bool xattr_wanted(const std::string& name) const {
     if (name.rfind("user.", 0) == 0) return true;
     for (const auto& p : cfg_.xattrs_include)
@@ -280,9 +236,13 @@ class Extractor {
     else std::cerr << "lazycache: warning: " << m << "\n";
   }
 
+  bool can_stage(const std::string& dest) const;
+  Status stage_target(Target& out);
+  Status publish_staged();
   Status open_targets();
   Status select_items();
-  Status make_dirs();
+  Status make_dirs(bool staged_pass);
+  void start_fetch();
   Status write_files();
   Status start_file(const Item& it, ActiveFile& af);
   Status write_piece(ActiveFile& af, const char* data, size_t n);
@@ -304,12 +264,65 @@ class Extractor {
   uint32_t dirs_target_ = UINT32_MAX;  // the target dirs_ walks
   uint64_t tmp_counter_ = 0;
   bool tmpfile_ok_ = true;              // O_TMPFILE works here (else named temporaries)
+  mode_t umask_ = 0777;                 // see current_umask()
   std::set<EntryId> made_dirs_;         // directories this run created
   std::map<std::pair<uint32_t, EntryId>, Listing> listings_;  // (target, directory entry)
   std::vector<Created> created_;        // see note_created()
   ExtractStats stats_;
   ExtractProgress progress_;
+  // File data holders in tar-stream order, the frames they need, and the pipeline reading them:
+  // started by start_fetch() before the directories are made, so the first parts are on their way
+  // while make_dirs() runs.
+  struct PendingFile {
+    uint64_t offset = 0, size = 0;
+    size_t item = 0;
+  };
+  std::vector<PendingFile> pending_;
+  std::vector<uint32_t> frames_;
+  std::unique_ptr<FramePipeline> pipe_;
 };
+
+bool Extractor::can_stage(const std::string& dest) const {
+  auto [parent, leaf] = split_destination(dest);
+  if (leaf.empty() || leaf == "." || leaf == ".." || parent == dest) return false;
+  // Another target inside this one would create its directories for real before the rename.
+  const std::string inside = (parent == "/" ? "" : parent) + "/" + leaf + "/";
+  for (const auto& other : cfg_.targets) {
+    auto [o_parent, o_leaf] = split_destination(other.dest_path);
+    const std::string o = (o_parent == "/" ? "" : o_parent) + "/" + o_leaf + "/";
+    if (o.size() > inside.size() && o.compare(0, inside.size(), inside) == 0) return false;
+  }
+  return true;
+}
+
+Status Extractor::stage_target(Target& out) {
+  auto [parent, leaf] = split_destination(out.dest);
+  LC_ASSIGN_OR_RETURN(out.parent, open_dir_path(parent, true));
+  Listing ignored;
+  sweep_temporaries(out.parent.get(), ignored);  // staged targets of dead extracts
+  out.staged_name = tmp_name();
+  out.final_leaf = leaf;
+  if (::mkdirat(out.parent.get(), out.staged_name.c_str(), 0755) != 0) return errno_status("creating a temporary directory for " + out.dest);
+  out.staged = true;  // from here on, rollback() removes it
+  int fd = ::openat(out.parent.get(), out.staged_name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return errno_status("opening the temporary directory for " + out.dest);
+  out.base = Fd(fd);
+  return Status();
+}
+
+Status Extractor::publish_staged() {
+  for (auto& t : targets_) {
+    if (!t.staged) continue;
+    const char* from = t.staged_name.c_str();
+    const char* to = t.final_leaf.c_str();
+    // NOREPLACE: something that appeared at the destination meanwhile is never replaced.
+    int rc = ::renameat2(t.parent.get(), from, t.parent.get(), to, RENAME_NOREPLACE);
+    if (rc != 0 && (errno == EINVAL || errno == ENOSYS)) rc = ::renameat(t.parent.get(), from, t.parent.get(), to);  // replaces only an empty directory
+    if (rc != 0) return errno_status("renaming the extracted tree into place at " + t.dest);
+    t.staged = false;
+  }
+  return Status();
+}
 
 Status Extractor::open_targets() {
   if (cfg_.targets.empty()) return Status(ErrorCode::kInvalidArgument, "nothing to extract: no targets");
@@ -322,7 +335,11 @@ Status Extractor::open_targets() {
     if (out.is_dir) {
       struct stat st;
       out.created = ::stat(t.dest_path.c_str(), &st) != 0 && errno == ENOENT;
-      LC_ASSIGN_OR_RETURN(out.base, open_dir_path(t.dest_path, true));
+      if (out.created && can_stage(t.dest_path)) {
+        LC_RETURN_IF_ERROR(stage_target(out));
+      } else {
+        LC_ASSIGN_OR_RETURN(out.base, open_dir_path(t.dest_path, true));
+      }
       if (!out.created) sweep_temporaries(out.base.get(), listings_[{static_cast<uint32_t>(targets_.size()), t.entry}]);
     } else {
       auto [parent, leaf] = split_destination(t.dest_path);
@@ -376,11 +393,19 @@ Status Extractor::select_items() {
   return Status();
 }
 
-Status Extractor::make_dirs() {
+Status Extractor::make_dirs(bool staged_pass) {
   for (const auto& it : items_) {
     Entry e = idx_.entry(it.id);
     if (e.type != EntryType::kDirectory) continue;
     if (it.id == cfg_.targets[it.target].entry) continue;  // the target directory itself exists already
+    if (targets_[it.target].staged != staged_pass) continue;
+    if (staged_pass) {
+      // Only this run writes in a staged target: a directory that exists was made by the walk.
+      LC_ASSIGN_OR_RETURN(int dir, parent_dir(it));
+      if (::mkdirat(dir, leaf_name(it).c_str(), 0700) != 0 && errno != EEXIST) return errno_status("creating directory for " + entry_label(it));
+      ++stats_.dirs;
+      continue;
+    }
     LC_ASSIGN_OR_RETURN(int dir, parent_dir(it));
     std::string name = leaf_name(it);
     const Listing* seen = parent_listing(it);
@@ -408,20 +433,26 @@ Status Extractor::make_dirs() {
 
 Status Extractor::start_file(const Item& it, ActiveFile& af) {
   af.id = it.id;
-  LC_ASSIGN_OR_RETURN(int dir, parent_dir(it));
-  af.dir = Fd(::dup(dir));
-  if (!af.dir.valid()) return errno_status("dup");
+  LC_ASSIGN_OR_RETURN(af.dir, parent_dir(it));
   af.tmp.clear();
+  af.direct = false;
+  af.end_written = 0;
+  const mode_t mode = create_mode(idx_.entry(it.id));
   int fd = -1;
-  if (tmpfile_ok_ && !name_taken(it)) {
+  if (targets_[it.target].staged) {
+    // A staged target is invisible until complete: the final name is safe to use at once.
+    fd = ::openat(af.dir, leaf_name(it).c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+    if (fd < 0) return errno_status("creating " + entry_label(it));
+    af.direct = true;
+  } else if (tmpfile_ok_ && !name_taken(it)) {
     // Unnamed until complete: a kill -9 leaves nothing behind (the kernel frees it).
-    fd = ::openat(af.dir.get(), ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+    fd = ::openat(af.dir, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, mode);
     if (fd < 0 && (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL)) tmpfile_ok_ = false;
     else if (fd < 0) return errno_status("creating a temporary file for " + entry_label(it));
   }
   if (fd < 0) {
     af.tmp = tmp_name();
-    fd = ::openat(af.dir.get(), af.tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    fd = ::openat(af.dir, af.tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
     if (fd < 0) return errno_status("creating a temporary file for " + entry_label(it));
   }
   af.file = Fd(fd);
@@ -447,6 +478,7 @@ Status Extractor::write_piece(ActiveFile& af, const char* data, size_t n) {
         }
         done += static_cast<size_t>(w);
       }
+      af.end_written = af.written + pos + len;
     }
     pos += len;
   }
@@ -458,13 +490,14 @@ Status Extractor::write_piece(ActiveFile& af, const char* data, size_t n) {
 
 Status Extractor::finish_file(const Item& it, ActiveFile& af) {
   Entry e = idx_.entry(it.id);
-  if (::ftruncate(af.file.get(), static_cast<off_t>(e.size)) != 0) return errno_status("truncating " + entry_label(it));
   Status st;
-  if (af.hash.digest() != e.content_digest) {
+  if (af.end_written < e.size && ::ftruncate(af.file.get(), static_cast<off_t>(e.size)) != 0) {
+    st = errno_status("truncating " + entry_label(it));
+  } else if (af.hash.digest() != e.content_digest) {
     st = Status(ErrorCode::kCorrupt, entry_label(it) + ": content does not match its XXH3-128 digest");
   } else if (cfg_.restore_owner && ::fchown(af.file.get(), e.uid, e.gid) != 0) {
     st = errno_status("chown " + entry_label(it));
-  } else if (::fchmod(af.file.get(), e.mode) != 0) {
+  } else if (!mode_final_at_create(e) && ::fchmod(af.file.get(), e.mode) != 0) {
     st = errno_status("chmod " + entry_label(it));
   }
   if (st.ok()) st = apply_xattrs(af.file.get(), e, it);
@@ -473,10 +506,11 @@ Status Extractor::finish_file(const Item& it, ActiveFile& af) {
     fill_mtime(e, ts);
     if (::futimens(af.file.get(), ts) != 0) st = errno_status("setting mtime of " + entry_label(it));
   }
-  if (st.ok()) st = af.tmp.empty() ? link_tmpfile(af, it) : rename_into_place(af.dir.get(), af.tmp, it);
-  if (!st.ok() && !af.tmp.empty()) ::unlinkat(af.dir.get(), af.tmp.c_str(), 0);
+  if (st.ok() && !af.direct) st = af.tmp.empty() ? link_tmpfile(af, it) : rename_into_place(af.dir, af.tmp, it);
+  if (!st.ok() && !af.tmp.empty()) ::unlinkat(af.dir, af.tmp.c_str(), 0);
+  if (!st.ok() && af.direct) ::unlinkat(af.dir, leaf_name(it).c_str(), 0);
   af.file.reset();
-  af.dir.reset();
+  af.dir = -1;
   af.tmp.clear();
   af.hash.reset();
   ++stats_.files;
@@ -484,35 +518,56 @@ Status Extractor::finish_file(const Item& it, ActiveFile& af) {
   return st;
 }
 
-Status Extractor::write_files() {
-  // Data holders sorted by their offset in the tar stream.
-  std::vector<size_t> files;
-  for (const auto& [group, item] : leader_item_) files.push_back(item);
-  std::sort(files.begin(), files.end(), [&](size_t a, size_t b) { return idx_.entry(items_[a].id).data_offset < idx_.entry(items_[b].id).data_offset; });
+void Extractor::start_fetch() {
+  // Data holders sorted by their offset in the tar stream (offsets and sizes read from the index
+  // once: the sort and the write loop would otherwise decode an entry per comparison and piece).
+  auto& files = pending_;
+  files.reserve(leader_item_.size());
+  for (const auto& [group, item] : leader_item_) {
+    Entry e = idx_.entry(items_[item].id);
+    files.push_back(PendingFile{e.data_offset, e.size, item});
+  }
+  std::sort(files.begin(), files.end(), [](const PendingFile& a, const PendingFile& b) { return a.offset < b.offset; });
   std::vector<uint32_t> frames;
-  for (size_t fi : files) {
-    Entry e = idx_.entry(items_[fi].id);
-    if (e.size == 0) continue;
-    auto [first, last] = idx_.frames_for_range(e.data_offset, e.size);
+  for (const PendingFile& p : files) {
+    if (p.size == 0) continue;
+    auto [first, last] = idx_.frames_for_range(p.offset, p.size);
     for (uint32_t f = first; f <= last; ++f)
       if (frames.empty() || frames.back() < f) frames.push_back(f);
   }
   int threads = cfg_.threads > 0 ? cfg_.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  FramePipeline pipe(r_, frames, cfg_.batch_frames, cfg_.max_inflight_bytes, threads);
+  uint64_t compressed = 0, uncompressed = 0;
+  for (uint32_t f : frames) {
+    compressed += idx_.frames()[f].compressed_size;
+    uncompressed += idx_.frames()[f].uncompressed_size;
+  }
+  const FetchPlan plan = choose_fetch_plan(compressed, uncompressed, cfg_.max_inflight_bytes, cfg_.concurrency, cfg_.part_size_bytes);
+  stats_.concurrency = plan.concurrency;
+  stats_.part_size_bytes = plan.part_bytes;
+  frames_ = frames;
+  pipe_ = std::make_unique<FramePipeline>(r_, std::move(frames), plan, cfg_.max_inflight_bytes, threads);
+  stats_.parts = static_cast<uint32_t>(pipe_->part_count());
+}
+
+Status Extractor::write_files() {
+  const auto& files = pending_;
+  const auto& frames = frames_;
+  FramePipeline& pipe = *pipe_;
   size_t next = 0;  // next file in `files` to start
   ActiveFile af;
+  const PendingFile* current = nullptr;  // the file af holds
   bool active = false;
   auto finish_error = [&](Status s) {
-    if (active && !af.tmp.empty()) ::unlinkat(af.dir.get(), af.tmp.c_str(), 0);
+    if (active && !af.tmp.empty()) ::unlinkat(af.dir, af.tmp.c_str(), 0);
     pipe.cancel();
     return s;
   };
   // Empty files need no frame.
   auto start_empty = [&]() -> Status {
-    while (next < files.size() && idx_.entry(items_[files[next]].id).size == 0) {
+    while (next < files.size() && files[next].size == 0) {
       ActiveFile empty;
-      LC_RETURN_IF_ERROR(start_file(items_[files[next]], empty));
-      LC_RETURN_IF_ERROR(finish_file(items_[files[next]], empty));
+      LC_RETURN_IF_ERROR(start_file(items_[files[next].item], empty));
+      LC_RETURN_IF_ERROR(finish_file(items_[files[next].item], empty));
       ++next;
     }
     return Status();
@@ -527,26 +582,25 @@ Status Extractor::write_files() {
     for (;;) {
       if (!active) {
         if (Status s = start_empty(); !s.ok()) return finish_error(s);
-        if (next >= files.size() || idx_.entry(items_[files[next]].id).data_offset >= f_end) break;
-        if (Status s = start_file(items_[files[next]], af); !s.ok()) return finish_error(s);
+        if (next >= files.size() || files[next].offset >= f_end) break;
+        current = &files[next];
+        if (Status s = start_file(items_[current->item], af); !s.ok()) return finish_error(s);
         active = true;
         ++next;
       }
-      Entry e = idx_.entry(af.id);
-      uint64_t from = e.data_offset + af.written;
-      uint64_t to = std::min(e.data_offset + e.size, f_end);
+      uint64_t from = current->offset + af.written;
+      uint64_t to = std::min(current->offset + current->size, f_end);
       if (from < f.uncompressed_offset) return finish_error(Status(ErrorCode::kInternal, "frame order bug"));
       if (Status s = write_piece(af, data->data() + (from - f.uncompressed_offset), to - from); !s.ok()) return finish_error(s);
-      if (af.written < e.size) break;  // continues in the next frame
+      if (af.written < current->size) break;  // continues in the next frame
       active = false;
-      Item it = items_[leader_item_.at(e.link_group)];
-      if (Status s = finish_file(it, af); !s.ok()) return finish_error(s);
+      if (Status s = finish_file(items_[current->item], af); !s.ok()) return finish_error(s);
       if (cfg_.progress) cfg_.progress(progress_);
     }
   }
   if (Status s = start_empty(); !s.ok()) return finish_error(s);
   if (active || next != files.size()) return finish_error(Status(ErrorCode::kInternal, "files left unfinished after the last frame"));
-  stats_.compressed_bytes_read = pipe.compressed_read;
+  stats_.compressed_bytes_read = pipe.compressed_read();
   return Status();
 }
 
@@ -561,6 +615,12 @@ Status Extractor::make_links() {
     LC_ASSIGN_OR_RETURN(int ldir_raw, parent_dir(li));
     Fd ldir(::dup(ldir_raw));
     LC_ASSIGN_OR_RETURN(int dir, parent_dir(it));
+    if (targets_[it.target].staged && targets_[li.target].staged &&
+        ::linkat(ldir.get(), leaf_name(li).c_str(), dir, leaf_name(it).c_str(), 0) == 0) {
+      ++stats_.hardlinks;  // straight under the final name: the target is not visible yet
+      ++progress_.files_done;
+      continue;
+    }
     std::string tmp = tmp_name();
     if (::linkat(ldir.get(), leaf_name(li).c_str(), dir, tmp.c_str(), 0) != 0) {
       if (errno != EXDEV && errno != EMLINK) return errno_status("hardlinking " + entry_label(it));
@@ -655,17 +715,17 @@ Status Extractor::link_tmpfile(ActiveFile& af, const Item& it) {
   // linkat(2) of an O_TMPFILE by its /proc path (AT_EMPTY_PATH would need CAP_DAC_READ_SEARCH).
   const std::string proc = "/proc/self/fd/" + std::to_string(af.file.get());
   const std::string leaf = leaf_name(it);
-  if (::linkat(AT_FDCWD, proc.c_str(), af.dir.get(), leaf.c_str(), AT_SYMLINK_FOLLOW) == 0) {
+  if (::linkat(AT_FDCWD, proc.c_str(), af.dir, leaf.c_str(), AT_SYMLINK_FOLLOW) == 0) {
     note_created(it);
     return Status();
   }
   if (errno != EEXIST) return errno_status("linking into place " + entry_label(it));
   // Something is there already: link under a temporary name and rename over it atomically.
   std::string tmp = tmp_name();
-  if (::linkat(AT_FDCWD, proc.c_str(), af.dir.get(), tmp.c_str(), AT_SYMLINK_FOLLOW) != 0) return errno_status("linking into place " + entry_label(it));
-  if (::renameat(af.dir.get(), tmp.c_str(), af.dir.get(), leaf.c_str()) != 0) {
+  if (::linkat(AT_FDCWD, proc.c_str(), af.dir, tmp.c_str(), AT_SYMLINK_FOLLOW) != 0) return errno_status("linking into place " + entry_label(it));
+  if (::renameat(af.dir, tmp.c_str(), af.dir, leaf.c_str()) != 0) {
     Status s = errno_status("renaming into place " + entry_label(it));
-    ::unlinkat(af.dir.get(), tmp.c_str(), 0);
+    ::unlinkat(af.dir, tmp.c_str(), 0);
     return s;
   }
   return Status();
@@ -691,32 +751,9 @@ void Extractor::sweep_temporaries(int dirfd, Listing& names) {
     }
   }
   for (const auto& n : stale)
-    if (::unlinkat(dirfd, n.c_str(), 0) == 0) ++stats_.stale_temporaries;
+    if (remove_tree(dirfd, n)) ++stats_.stale_temporaries;  // a file, or a staged target (a directory)
 }
 
-namespace {
-// Removes `name` in `dirfd` and, for a directory, everything below it, never following a
-// symlink. Best effort: returns false when something stayed.
-bool remove_tree(int dirfd, const std::string& name) {
-  if (::unlinkat(dirfd, name.c_str(), 0) == 0) return true;
-  if (errno != EISDIR && errno != EPERM) return errno == ENOENT;
-  int fd = ::openat(dirfd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) return false;
-  ::fchmod(fd, 0700);  // finish_dirs may have made it read-only
-  DIR* d = ::fdopendir(fd);
-  if (!d) {
-    ::close(fd);
-    return false;
-  }
-  std::vector<std::string> kids;
-  while (struct dirent* de = ::readdir(d))
-    if (std::strcmp(de->d_name, ".") != 0 && std::strcmp(de->d_name, "..") != 0) kids.emplace_back(de->d_name);
-  bool ok = true;
-  for (const auto& k : kids) ok = remove_tree(::dirfd(d), k) && ok;
-  ::closedir(d);
-  return ::unlinkat(dirfd, name.c_str(), AT_REMOVEDIR) == 0 && ok;
-}
-}  // namespace
 
 void Extractor::rollback() {
   for (size_t i = created_.size(); i-- > 0;) {
@@ -730,7 +767,15 @@ void Extractor::rollback() {
     if (!remove_tree(dir, c.name)) warn("could not remove " + quote_path(c.name) + " after the failed extract");
   }
   for (const auto& t : targets_) {
+    if (t.staged) {
+      if (!remove_tree(t.parent.get(), t.staged_name)) warn("could not remove the temporary " + quote_path(t.staged_name) + " after the failed extract");
+      continue;
+    }
     if (!t.created) continue;
+    if (t.parent.valid()) {  // staged, then published: the tree at the destination is this run's
+      if (!remove_tree(t.parent.get(), t.final_leaf)) warn("could not remove " + quote_path(t.dest) + " after the failed extract");
+      continue;
+    }
     auto [parent, leaf] = split_destination(t.dest);
     auto pd = open_dir_path(parent, false);
     if (!pd.ok() || !remove_tree(pd->get(), leaf))
@@ -743,12 +788,13 @@ Status Extractor::make_symlinks() {
     Entry e = idx_.entry(it.id);
     if (e.type != EntryType::kSymlink) continue;
     LC_ASSIGN_OR_RETURN(int dir, parent_dir(it));
-    std::string tmp = tmp_name();
+    const bool direct = targets_[it.target].staged;  // the final name is not visible yet
+    std::string tmp = direct ? leaf_name(it) : tmp_name();
     if (::symlinkat(std::string(e.symlink_target).c_str(), dir, tmp.c_str()) != 0) return errno_status("creating symlink " + entry_label(it));
     Status st;
     if (cfg_.restore_owner && ::fchownat(dir, tmp.c_str(), e.uid, e.gid, AT_SYMLINK_NOFOLLOW) != 0) st = errno_status("chown " + entry_label(it));
     if (st.ok()) st = set_times(dir, tmp, e, AT_SYMLINK_NOFOLLOW, it);
-    if (st.ok()) st = rename_into_place(dir, tmp, it);
+    if (st.ok() && !direct) st = rename_into_place(dir, tmp, it);
     if (!st.ok()) {
       ::unlinkat(dir, tmp.c_str(), 0);
       return st;
@@ -787,14 +833,19 @@ Result<ExtractStats> Extractor::run() {
   auto start = std::chrono::steady_clock::now();
   // linkat(2) of an O_TMPFILE goes through /proc/self/fd (absent in some chroots and containers).
   tmpfile_ok_ = cfg_.unnamed_temporaries && ::access("/proc/self/fd", X_OK) == 0;
+  umask_ = current_umask();
   Status st = open_targets();
   if (st.ok()) st = select_items();
   if (st.ok()) st = check_symlinks();  // before anything is written
-  if (st.ok()) st = make_dirs();
+  if (st.ok()) start_fetch();
+  if (st.ok()) st = make_dirs(false);
   if (st.ok()) st = write_files();
+  pipe_.reset();  // cancels and joins: no thread outlives the data phase
   if (st.ok()) st = make_links();
   if (st.ok()) st = make_symlinks();
+  if (st.ok()) st = make_dirs(true);  // the staged targets' directories no entry needed on the way
   if (st.ok()) st = finish_dirs();
+  if (st.ok()) st = publish_staged();
   if (!st.ok()) {
     rollback();
     return st;

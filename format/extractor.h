@@ -3,10 +3,11 @@
 //
 // Design: driven by the index, not by re-parsing the tar stream. Directories, then file data in
 // tar-stream order, then hardlinks, symlinks and finally directory modes/mtimes (deepest first).
-// File data flows through a pipeline: one fetch thread reads batches of adjacent frames with
-// ByteSource::read_ranges (so a remote source fetches them concurrently), `threads` workers verify
-// (XXH3-128 of the compressed bytes) and decompress them, and the calling thread writes them in
-// order. Memory is bounded by about `max_inflight_bytes` of compressed plus decoded frames.
+// File data flows through a pipeline (format/frame_pipeline.h): `concurrency` fetch threads read
+// parts of up to `part_size_bytes` of adjacent frames, one ranged read each, all in flight from the
+// first byte; `threads` workers verify (XXH3-128 of the compressed bytes) and decompress each frame
+// as its part arrives, and the calling thread writes them in order. Memory is bounded by about
+// `max_inflight_bytes` of compressed plus decoded frames.
 //
 // Safety: every path is built from index names, which Index::parse has already checked (no '/',
 // no "." or "..", no NUL). Every directory is opened component by component with
@@ -18,7 +19,12 @@
 // goes through one. With ExternalSymlinks::kRefuse, a symlink whose target resolves outside the
 // target directory is refused before anything is written; the check resolves chains through the
 // archive's own symlinks (up -> .., esc -> up/../..), not just the ".." in the link text.
-// Each file is written as an unnamed O_TMPFILE in its directory and linked under its final name
+// A directory target that does not exist yet is built under a temporary name in its parent
+// (".lazycache-tmp.PID.N") and renamed into place (RENAME_NOREPLACE) once everything is written:
+// inside it files, symlinks and hardlinks are created straight under their final names (nothing
+// is visible until the rename), and a dead writer's staged tree is removed by the next extract
+// into that parent. Into an existing directory,
+// each file is written as an unnamed O_TMPFILE in its directory and linked under its final name
 // once its content digest matches (a file that already exists: linked under a temporary name,
 // then renamed over it: the directory's listing, read once for the sweep below, says which names
 // are taken); where O_TMPFILE is unsupported, a named temporary
@@ -55,8 +61,11 @@ struct ExtractConfig {
   // targets. Ancestors of a selected path are created if missing, without changing their metadata.
   std::vector<std::string> only_paths;
   int threads = 0;                           // decode workers; 0 = one per online CPU
-  uint32_t batch_frames = 8;                 // adjacent frames per read_ranges call
-  uint64_t max_inflight_bytes = 256ull << 20;
+  // Range reads: simultaneous reads and compressed bytes per read; 0 = auto (choose_fetch_plan()
+  // in format/frame_pipeline.h: 8 reads, parts sized to the budget and the archive).
+  int concurrency = 0;
+  uint64_t part_size_bytes = 0;
+  uint64_t max_inflight_bytes = 256ull << 20;  // compressed + decoded bytes held at once
   // Symlinks whose target is absolute or resolves outside the target directory.
   enum class ExternalSymlinks { kCreate, kRefuse };
   ExternalSymlinks external_symlinks = ExternalSymlinks::kCreate;  // kCreate: like tar; never followed
@@ -78,6 +87,9 @@ struct ExtractStats {
   uint64_t file_bytes = 0;
   uint64_t compressed_bytes_read = 0;
   uint32_t frames_read = 0;
+  uint32_t parts = 0;              // range reads of frame data (one request each from a store)
+  int concurrency = 0;             // the read plan used (explicit or auto)
+  uint64_t part_size_bytes = 0;
   uint64_t stale_temporaries = 0;  // ".lazycache-tmp.PID.N" of dead writers removed
   uint64_t dir_opens = 0;  // directory openat calls of the walks (linear in the entries, any depth)
   double seconds = 0;

@@ -37,6 +37,7 @@ int run_extract(ArgParser& args) {
   config.only_paths = in->rest;
   config.threads = static_cast<int>(*threads);
   apply_extract_safety_options(args, config);
+  if (Status s = apply_extract_transfer_options(args, config); !s.ok()) return report_error("extract", s);
   config.restore_owner = args.has("same-owner") || (::geteuid() == 0 && !args.has("no-same-owner"));
   bool quiet = args.has("quiet");
   Progress progress("extract", quiet);

@@ -53,6 +53,7 @@ int extract(const ArgParser& args, std::shared_ptr<remote::ObjectStore> store, c
   format::ExtractConfig config;
   config.threads = threads;
   apply_extract_safety_options(args, config);
+  if (Status s = apply_extract_transfer_options(args, config); !s.ok()) return report_error("restore", s);
   std::vector<std::string> paths;
   for (const auto& p : args.positionals()) paths.push_back(absolute_path(p));
   auto placed = format::place_roots(index, paths);  // the rule mount uses
@@ -81,7 +82,7 @@ int extract(const ArgParser& args, std::shared_ptr<remote::ObjectStore> store, c
   std::snprintf(rate, sizeof rate, "%.1f MiB in %.0f ms", static_cast<double>(stats->file_bytes) / (1 << 20), ms);
   std::cout << "restored key " << entry.match->key << (entry.cache_hit() ? "" : " (restore key match)") << " from "
             << store->describe() << ": " << stats->files << " files, " << rate << ", " << stats->frames_read << " frames in "
-            << source->requests() << " range requests\n";
+            << source->requests() << " range requests (" << stats->concurrency << " x " << human_bytes(stats->part_size_bytes) << ")\n";
   return kExitOk;
 }
 

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "tools/extract_options.h"
 
+#include "tools/store_options.h"
+
 namespace lazycache::cli {
 
 void add_extract_safety_options(ArgParser& args) {
@@ -16,6 +18,14 @@ void apply_extract_safety_options(const ArgParser& args, format::ExtractConfig& 
   config.external_symlinks = args.has("no-external-symlinks") ? format::ExtractConfig::ExternalSymlinks::kRefuse
                                                               : format::ExtractConfig::ExternalSymlinks::kCreate;
   config.xattrs_include = args.get_all("xattrs-include");
+}
+
+Status apply_extract_transfer_options(const ArgParser& args, format::ExtractConfig& config) {
+  LC_ASSIGN_OR_RETURN(auto transfer, transfer_config_from(args));
+  config.concurrency = transfer.concurrency;  // 0: auto
+  config.part_size_bytes = transfer.part_size_bytes;
+  config.max_inflight_bytes = transfer.memory_budget_bytes;
+  return Status();
 }
 
 }  // namespace lazycache::cli

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-// File: tools/extract_options.h -- the extraction safety options `extract` and `restore --extract`
-// share (symlink policy, which xattrs), so both commands accept and mean the same.
+// File: tools/extract_options.h -- the extraction options `extract` and `restore --extract` share
+// (symlink policy, which xattrs, the range-read plan), so both commands accept and mean the same.
 #pragma once
 
 #include "format/extractor.h"
@@ -12,5 +12,11 @@ namespace lazycache::cli {
 // --xattrs-include PATTERN (repeatable).
 void add_extract_safety_options(ArgParser& args);
 void apply_extract_safety_options(const ArgParser& args, format::ExtractConfig& config);
+
+// The range-read plan from the store options both commands take (tools/store_options.h):
+// --concurrency N (simultaneous range reads), --part-size SIZE (bytes per read) and
+// --memory-budget SIZE (compressed + decoded bytes held at once); `auto` leaves the choice to
+// format::choose_fetch_plan(). Errors: kInvalidArgument for a bad value.
+Status apply_extract_transfer_options(const ArgParser& args, format::ExtractConfig& config);
 
 }  // namespace lazycache::cli

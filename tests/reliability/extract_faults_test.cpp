@@ -117,7 +117,7 @@ Run extract_with(Fixture& fx, const std::string& name, const std::function<void(
     format::ExtractConfig config;
     config.targets = format::targets_under(reader->index(), run.out_dir);
     config.threads = 2;
-    config.batch_frames = 2;
+    config.part_size_bytes = 1;  // one frame per range read: many reads for the faults to hit
     config.warn = [](const std::string&) {};
     auto st = format::extract_archive(*reader, config);
     return st.ok() ? Status() : st.error();

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # tests/reliability/extract_kill9_test.sh LAZYCACHE -- issue 13 item 8: `extract` killed with
 # SIGKILL at several points leaves no temporary (files are unnamed O_TMPFILEs until complete),
-# every file under its final name is complete, and a full re-extract gives the tree back exactly
+# every file under its final name is complete, a new target appears only whole, and a full re-extract gives the tree back exactly
 # with nothing extra, which packs without any temporary.
 set -euo pipefail
 LC=$(readlink -f "$1")
@@ -30,7 +30,15 @@ for delay in 0.05 0.1 0.2 0.3 0.5; do
   if [ -d "$out/r" ]; then  # whatever has its final name is complete
     for f in $(cd "$out" && find r -type f); do cmp -s "$W/src/$f" "$out/$f" || fail "partial file under its final name: $f"; done
   fi
+  # A new target is built under a temporary name beside it and renamed when complete: after a
+  # kill it is absent or whole (issue 16 item 3: files go straight under their final names).
+  if [ -e "$out" ]; then diff -r --no-dereference "$W/src/r" "$out/r" >/dev/null || fail "kill -9 after ${delay}s left a partial tree at $out"; fi
 done
+# The staged target of a killed extract is removed by the next extract into the same parent.
+"$LC" extract -q -C "$W/new-last" "$W/a.tar.zst" || fail "extract after the kills"
+left=$(find "$W" -maxdepth 1 -name '.lazycache-tmp.*' | head -3)
+[ -z "$left" ] || fail "staged targets of killed extracts stayed: $left"
+diff -r --no-dereference "$W/src/r" "$W/new-last/r" || fail "extract after the kills differs"
 [ "$killed" -gt 0 ] || echo "note: every extract finished before its kill"
 # Killed while re-extracting over a tree: a file replacing an existing one goes through a named
 # temporary (.lazycache-tmp.PID.N) that may stay; the next extract removes it, pack skips it.

@@ -1,0 +1,147 @@
+// SPDX-License-Identifier: MIT
+#include "format/frame_pipeline.h"
+
+#include <algorithm>
+#include <memory>
+
+namespace lazycache::format {
+
+std::vector<FetchPart> plan_fetch_parts(std::span<const FrameInfo> all, std::span<const uint32_t> frames, uint64_t part_bytes) {
+  std::vector<FetchPart> parts;
+  for (size_t i = 0; i < frames.size(); ++i) {
+    const FrameInfo& f = all[frames[i]];
+    if (!parts.empty()) {
+      FetchPart& p = parts.back();
+      const bool adjacent = frames[i] == frames[i - 1] + 1 && f.compressed_offset == p.offset + p.length;
+      if (adjacent && p.length + f.compressed_size <= part_bytes) {
+        p.length += f.compressed_size;
+        p.end = i + 1;
+        continue;
+      }
+    }
+    parts.push_back(FetchPart{i, i + 1, f.compressed_offset, f.compressed_size});
+  }
+  return parts;
+}
+
+FetchPlan choose_fetch_plan(uint64_t compressed_bytes, uint64_t uncompressed_bytes, uint64_t budget_bytes, int concurrency,
+                            uint64_t part_bytes) {
+  constexpr uint64_t kMinAutoPart = 1ull << 20, kMaxAutoPart = 16ull << 20;
+  FetchPlan plan;
+  plan.concurrency = concurrency > 0 ? concurrency : 8;
+  if (part_bytes > 0) {
+    plan.part_bytes = part_bytes;
+    return plan;
+  }
+  // Bytes held per compressed byte in flight: the compressed part plus what it decodes to.
+  const double held_per_byte = 1.0 + (compressed_bytes > 0 ? static_cast<double>(uncompressed_bytes) / static_cast<double>(compressed_bytes) : 1.0);
+  const auto slots = static_cast<uint64_t>(plan.concurrency) + 1;
+  uint64_t by_budget = static_cast<uint64_t>(static_cast<double>(budget_bytes) / (held_per_byte * static_cast<double>(slots)));
+  uint64_t by_spread = (compressed_bytes + static_cast<uint64_t>(plan.concurrency) - 1) / static_cast<uint64_t>(plan.concurrency);
+  plan.part_bytes = std::clamp(std::min(by_budget, by_spread), kMinAutoPart, kMaxAutoPart);
+  return plan;
+}
+
+FramePipeline::FramePipeline(const ArchiveReader& reader, std::vector<uint32_t> frames, const FetchPlan& plan,
+                             uint64_t max_inflight_bytes, int decoders)
+    : reader_(reader),
+      frames_(std::move(frames)),
+      parts_(plan_fetch_parts(reader.index().frames(), frames_, plan.part_bytes)),
+      max_inflight_(max_inflight_bytes) {
+  const int fetchers = static_cast<int>(std::min<size_t>(static_cast<size_t>(std::max(1, plan.concurrency)), std::max<size_t>(1, parts_.size())));
+  for (int i = 0; i < fetchers; ++i) workers_.emplace_back([this] { fetch_loop(); });
+  for (int i = 0; i < std::max(1, decoders); ++i) workers_.emplace_back([this] { decode_loop(); });
+}
+
+FramePipeline::~FramePipeline() {
+  cancel();
+  workers_.clear();  // joins
+}
+
+uint64_t FramePipeline::frame_cost(size_t seq) const {
+  const FrameInfo& f = reader_.index().frames()[frames_[seq]];
+  return uint64_t{f.compressed_size} + f.uncompressed_size;
+}
+
+Result<std::string> FramePipeline::take(size_t seq) {
+  std::unique_lock lock(mu_);
+  cv_.wait(lock, [&] { return done_.count(seq) || !error_.ok(); });
+  if (!error_.ok()) return error_;
+  Result<std::string> r = std::move(done_.at(seq));
+  done_.erase(seq);
+  inflight_ -= frame_cost(seq);
+  cv_.notify_all();
+  return r;
+}
+
+void FramePipeline::cancel() {
+  std::lock_guard lock(mu_);
+  if (error_.ok()) error_ = Status(ErrorCode::kCancelled, "extraction stopped");
+  cv_.notify_all();
+}
+
+void FramePipeline::fail(Status s) {
+  std::lock_guard lock(mu_);
+  if (error_.ok()) error_ = std::move(s);
+  cv_.notify_all();
+}
+
+void FramePipeline::fetch_loop() {
+  auto part_cost = [&](const FetchPart& p) {
+    uint64_t need = 0;
+    for (size_t k = p.first; k < p.end; ++k) need += frame_cost(k);
+    return need;
+  };
+  for (;;) {
+    size_t pi = 0;
+    {
+      std::unique_lock lock(mu_);
+      cv_.wait(lock, [&] {
+        return !error_.ok() || next_part_ >= parts_.size() || inflight_ == 0 || inflight_ + part_cost(parts_[next_part_]) <= max_inflight_;
+      });
+      if (!error_.ok() || next_part_ >= parts_.size()) return;
+      pi = next_part_++;
+      inflight_ += part_cost(parts_[pi]);
+    }
+    const FetchPart& part = parts_[pi];
+    auto buf = std::make_shared<std::string>(part.length, '\0');
+    auto got = reader_.source().read_at(part.offset, std::as_writable_bytes(std::span<char>(*buf)));
+    if (!got.ok())
+      return fail(got.error().with_context("reading frames " + std::to_string(frames_[part.first]) + "-" +
+                                           std::to_string(frames_[part.end - 1]) + " of " + reader_.source().describe()));
+    if (*got != part.length)
+      return fail(Status(ErrorCode::kCorrupt, reader_.source().describe() + ": frames " + std::to_string(frames_[part.first]) + "-" +
+                                                  std::to_string(frames_[part.end - 1]) + " truncated (archive shorter than its seek table says)"));
+    compressed_read_ += part.length;
+    std::lock_guard lock(mu_);
+    uint64_t at = 0;
+    for (size_t k = part.first; k < part.end; ++k) {
+      const uint32_t size = reader_.index().frames()[frames_[k]].compressed_size;
+      // Aliasing views of the part buffer: one allocation per part, no copy per frame.
+      todo_.push_back(Fetched{k, std::string_view(buf->data() + at, size), buf});
+      at += size;
+    }
+    cv_.notify_all();
+  }
+}
+
+void FramePipeline::decode_loop() {
+  for (;;) {
+    Fetched job;
+    {
+      std::unique_lock lock(mu_);
+      cv_.wait(lock, [&] { return !todo_.empty() || !error_.ok(); });
+      if (!error_.ok()) return;
+      job = std::move(todo_.front());
+      todo_.pop_front();
+    }
+    auto r = reader_.decode_frame(frames_[job.seq], std::as_bytes(std::span<const char>(job.bytes.data(), job.bytes.size())));
+    job.part.reset();  // the part's buffer goes with its last frame
+    if (!r.ok()) return fail(r.error().with_context(reader_.source().describe()));
+    std::lock_guard lock(mu_);
+    done_.emplace(job.seq, std::move(r));
+    cv_.notify_all();
+  }
+}
+
+}  // namespace lazycache::format

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# tests/store_cli/restore_transfer_test.sh LAZYCACHE -- issue 16 item 3: `restore --extract` and
+# `extract --key` read the archive with the plan the transfer options give: --part-size sets the
+# bytes per range read (so smaller parts mean more reads), --concurrency the reads in flight, and
+# the summary line says which plan ran; a bad value is refused before anything is written. The
+# restored tree is the saved one whatever the plan.
+set -euo pipefail
+LC=$1
+export ASAN_OPTIONS=${ASAN_OPTIONS:-}:detect_leaks=0
+W=$(mktemp -d /tmp/lc-restore-transfer.XXXXXX)
+trap 'rm -rf "$W"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+S=$W/src/tree
+mkdir -p "$S/big" "$S/small"
+head -c 24000000 /dev/urandom > "$S/big/blob"           # incompressible: 24 frames of 1 MiB
+for i in $(seq 1 50); do echo "small $i" > "$S/small/f$i"; done
+"$LC" save --store "$W/store" --key k --frame-size 1M "$S" > "$W/save.out" 2>&1 || { cat "$W/save.out"; fail "save"; }
+
+# restore_with OUT ARGS...: restores into OUT, prints the "N range requests (C x SIZE)" summary.
+restore_with() {
+  local out=$1; shift
+  "$LC" restore --store "$W/store" --key k --extract "$@" "$out" > "$W/r.out" 2>&1 || { cat "$W/r.out"; fail "restore $*"; }
+  diff -r "$S" "$out" || fail "restore $* gave a different tree"
+  grep -o '[0-9]* range requests.*' "$W/r.out" || fail "no request count in the summary: $(cat "$W/r.out")"
+}
+small=$(restore_with "$W/o1" --part-size 5M --concurrency 2)
+large=$(restore_with "$W/o2" --part-size 16M --concurrency 2)
+auto=$(restore_with "$W/o3")
+echo "5M parts: $small; 16M parts: $large; auto: $auto"
+n_small=${small%% *} n_large=${large%% *}
+# 24 MiB of frame data: 5 parts of 5 MiB against 2 of 16 MiB (plus the same index reads).
+[ $((n_small - n_large)) -ge 3 ] || fail "--part-size did not change the range reads: $n_small vs $n_large"
+case $small in *"(2 x 5.0 MiB)") ;; *) fail "--part-size 5M --concurrency 2 not said: $small" ;; esac
+case $auto in *"(8 x "*) ;; *) fail "auto plan is not 8 reads at once: $auto" ;; esac
+
+# extract --key shares the engine and the options.
+"$LC" extract -q --store "$W/store" --key k --part-size 5M --concurrency 3 -C "$W/x" > "$W/x.out" 2>&1 || { cat "$W/x.out"; fail "extract --key"; }
+diff -r "$S" "$W/x/$(basename "$W")/src/tree" >/dev/null 2>&1 || diff -r "$S" "$W/x${S}" || fail "extract --key gave a different tree"
+
+# A bad plan is refused before anything is written.
+if "$LC" restore --store "$W/store" --key k --extract --concurrency 0 "$W/bad" > "$W/bad.out" 2>&1; then fail "--concurrency 0 accepted"; fi
+grep -q -- '--concurrency' "$W/bad.out" || fail "the refusal does not name the option: $(cat "$W/bad.out")"
+[ ! -e "$W/bad" ] || fail "a refused restore left $W/bad"
+echo ok
