@@ -86,6 +86,9 @@ INVOCATION="bench/run.sh $*"
 [ $QUICK = 1 ] && INVOCATION="bench/run.sh --quick"
 [ $SMOKE = 1 ] && INVOCATION="bench/run.sh --smoke --out DIR"
 [ $QUICK = 0 ] && INVOCATION="bench/run.sh --runs $RUNS --profiles \"$PROFILES\" --fixtures \"$FIXTURES\""
+# The variables that change what is measured are part of the command.
+[ -n "${LC_BENCH_LARGE_PROFILES:-}" ] && INVOCATION="LC_BENCH_LARGE_PROFILES=$LC_BENCH_LARGE_PROFILES $INVOCATION"
+[ -n "${LC_BENCH_BIG_RUNS:-}" ] && INVOCATION="LC_BENCH_BIG_RUNS=$LC_BENCH_BIG_RUNS $INVOCATION"
 
 # ---- tools ----
 need=()
