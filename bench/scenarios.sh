@@ -355,8 +355,8 @@ lc_job_variants() {
 
 # ---- transfer rows: the seeds' payload through the link ----
 # lazycache's concurrency x part size as cloud-cache-action's page sweeps them (label: flags).
-# S3 parts are at least 5 MiB and lazycache refuses --part-size 4M: that row is run anyway and
-# says "not measured" with lazycache's message.
+# S3 upload parts are at least 5 MiB and `save` refuses --part-size 4M: that save row is run
+# anyway and says "not measured" with lazycache's message (restores read 4 MiB ranges).
 TRANSFER_SWEEP=(
   "1 request:--concurrency 1 --part-size 1G --memory-budget 4G"
   "8 x 4 MiB:--concurrency 8 --part-size 4M --memory-budget 1G"

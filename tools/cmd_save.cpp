@@ -48,6 +48,7 @@ int run_save(ArgParser& args) {
   auto transfer = transfer_config_from(args);
   for (const Status& s : {level.status(), frame.status(), threads.status(), transfer.status()})
     if (!s.ok()) return report_error("save", s);
+  if (Status s = check_upload_part_size(*transfer); !s.ok()) return report_error("save", s);
 
   auto store = open_store(args);
   if (!store.ok()) return report_error("save", store.error());

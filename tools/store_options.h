@@ -48,7 +48,12 @@ Result<std::shared_ptr<remote::ObjectStore>> open_store(const ArgParser& args, i
 // The store URL the options name: --store, else $LAZYCACHE_STORE, else default_store_dir().
 std::string store_url_from(const ArgParser& args);
 // --concurrency / --part-size / --memory-budget as a TransferConfig (kInvalidArgument if bad).
+// --part-size is 1M..5G here (a restore's range reads); see check_upload_part_size.
 Result<remote::TransferConfig> transfer_config_from(const ArgParser& args);
+inline constexpr uint64_t kMinRangePartSize = 1ull << 20;
+// kInvalidArgument when an explicit --part-size is below S3's 5 MiB part minimum: for the
+// commands that upload (save, unmount --save), checked before anything is read or sent.
+Status check_upload_part_size(const remote::TransferConfig& config);
 
 struct ResolvedEntry {
   std::string scope;

@@ -79,6 +79,7 @@ Status save_group(const Group& g, SaveOutcome* out) {
   int code = 0;
   if (!args.parse(code)) return Status(ErrorCode::kInvalidArgument, "the recorded store options no longer parse");
   LC_ASSIGN_OR_RETURN(auto transfer, transfer_config_from(args));
+  LC_RETURN_IF_ERROR(check_upload_part_size(transfer));
   LC_ASSIGN_OR_RETURN(auto store, open_store(args));
   LC_ASSIGN_OR_RETURN(std::string object_key, primary_object_key(args));
   auto existing = store->head(object_key);

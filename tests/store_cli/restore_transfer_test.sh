@@ -35,6 +35,15 @@ n_small=${small%% *} n_large=${large%% *}
 case $small in *"(2 x 5.0 MiB)") ;; *) fail "--part-size 5M --concurrency 2 not said: $small" ;; esac
 case $auto in *"(8 x "*) ;; *) fail "auto plan is not 8 reads at once: $auto" ;; esac
 
+# Range reads may be smaller than S3's 5 MiB upload parts (the bench sweep's 8 x 4 MiB): 2 MiB
+# parts make more reads than 5 MiB ones. Uploads still refuse them, naming S3's rule.
+tiny=$(restore_with "$W/o4" --part-size 2M --concurrency 2)
+[ "${tiny%% *}" -gt "$n_small" ] || fail "--part-size 2M did not make more range reads than 5M: $tiny vs $small"
+if "$LC" save --store "$W/store" --key k4 --part-size 4M "$S" > "$W/s4.out" 2>&1; then fail "save --part-size 4M accepted"; fi
+grep -q '5M to 5G' "$W/s4.out" || fail "save --part-size 4M: the refusal does not say S3's rule: $(cat "$W/s4.out")"
+if "$LC" restore --store "$W/store" --key k --extract --part-size 512K "$W/bad2" > "$W/bad2.out" 2>&1; then fail "--part-size 512K accepted"; fi
+grep -q '1M to 5G' "$W/bad2.out" || fail "--part-size 512K: $(cat "$W/bad2.out")"
+
 # extract --key shares the engine and the options.
 "$LC" extract -q --store "$W/store" --key k --part-size 5M --concurrency 3 -C "$W/x" > "$W/x.out" 2>&1 || { cat "$W/x.out"; fail "extract --key"; }
 diff -r "$S" "$W/x/$(basename "$W")/src/tree" >/dev/null 2>&1 || diff -r "$S" "$W/x${S}" || fail "extract --key gave a different tree"
