@@ -16,6 +16,8 @@
 # name: re-pin it with `apt-cache show --no-all-versions NAME`.
 # The .debs are kept in DIR/debs; the tree is reused while DIR/.fixture-stamp matches the list.
 set -euo pipefail
+# A failing command ends the script under set -e; say which, so that a CI log is never empty.
+trap 'echo "make-fixture-large.sh: line $LINENO: \"$BASH_COMMAND\" failed (exit $?)" >&2' ERR
 HERE=$(cd "$(dirname "$0")" && pwd)
 DIR=${1:?usage: make-fixture-large.sh DIR [LIST]}
 LIST=$(realpath "${2:-$HERE/fixture-large/packages.txt}")

@@ -13,6 +13,8 @@
 # the same Debian packages build the same tree. SCALE (default 1) multiplies every budget
 # (the --quick bench uses 0.25). Rebuilds only when DIR lacks the stamp for this SCALE.
 set -euo pipefail
+# A failing command ends the script under set -e; say which, so that a CI log is never empty.
+trap 'echo "make-fixture-mixed.sh: line $LINENO: \"$BASH_COMMAND\" failed (exit $?)" >&2' ERR
 DIR=${1:?usage: make-fixture-mixed.sh DIR [SCALE]}
 SCALE=${2:-1}
 mkdir -p "$DIR"
@@ -37,8 +39,10 @@ copy_budget() {
 }
 
 mkdir -p "$DIR/big"
+# sed reads to the end: `head -1` would exit before sort's last write, and sort's SIGPIPE under
+# pipefail ended this script at random (exit 141, seen in CI).
 largest=$(find /usr/lib/x86_64-linux-gnu -maxdepth 1 -type f -name '*.so*' -printf '%s\t%p\n' |
-  sort -rn | head -1 | cut -f2)
+  sort -rn | sed -n 1p | cut -f2)
 # At most 256 MiB x SCALE of it: the whole library at SCALE 1, a slice of it in small trees.
 head -c "$(budget 256)" "$largest" > "$DIR/big/largest-lib.so"
 openssl enc -aes-128-ctr -nosalt -K 6c617a7963616368652d62656e636821 -iv 0 -in /dev/zero 2>/dev/null |

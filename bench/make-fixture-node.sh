@@ -9,6 +9,8 @@
 # delete the lock, rerun, and commit DIR/package-lock.json as the new lock.
 # Reuses DIR when it already holds a tree built from the same lock (stamp file).
 set -euo pipefail
+# A failing command ends the script under set -e; say which, so that a CI log is never empty.
+trap 'echo "make-fixture-node.sh: line $LINENO: \"$BASH_COMMAND\" failed (exit $?)" >&2' ERR
 DIR=${1:?usage: make-fixture-node.sh DIR}
 HERE=$(cd "$(dirname "$0")" && pwd)
 SPEC=$HERE/fixture-node

@@ -5,6 +5,8 @@
 # bytes). AES-128-CTR keystream under a fixed key, so the same bytes on every machine.
 # Rebuilt only when DIR lacks the stamp for this size.
 set -euo pipefail
+# A failing command ends the script under set -e; say which, so that a CI log is never empty.
+trap 'echo "make-fixture-random.sh: line $LINENO: \"$BASH_COMMAND\" failed (exit $?)" >&2' ERR
 DIR=${1:?usage: make-fixture-random.sh DIR MIB}
 MIB=${2:?usage: make-fixture-random.sh DIR MIB}
 mkdir -p "$DIR"

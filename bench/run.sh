@@ -20,6 +20,8 @@
 # Needs root (drop_caches, FUSE mounts, apt-get for missing tools). Everything it starts (store,
 # proxies, mounts) is stopped by PID or unmounted by path on exit, also on failure or Ctrl-C.
 set -euo pipefail
+# A failing command ends the script under set -e; say which, so that a CI log is never empty.
+trap 'echo "run.sh: line $LINENO: \"$BASH_COMMAND\" failed (exit $?)" >&2' ERR
 # Nothing here reads standard input. CI starts tests with it closed, and bash's pipelines inside
 # $(...) then get a pipe on descriptor 0 and lose it (make-fixture-mixed.sh died of SIGPIPE in
 # 0.4 s, silently): give every command a real, empty stdin.
@@ -144,6 +146,7 @@ PIDS=()        # processes to stop on exit
 SWIFT_DIR=$W/swift
 cleanup() {
   set +e
+  trap - ERR
   local m p
   for m in "${MOUNTS[@]}"; do mountpoint -q "$m" && { fusermount3 -u "$m" 2>/dev/null || umount -l "$m"; }; done
   for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done

@@ -6,6 +6,8 @@
 # written and that every lazycache scenario was measured, not skipped, and that the Summary has
 # the cache-overhead table. Asserts nothing about timings: benchmarks are not tests.
 set -euo pipefail
+# A failing command ends the script under set -e; say which, so that a CI log is never empty.
+trap 'echo "bench_smoke_test.sh: line $LINENO: \"$BASH_COMMAND\" failed (exit $?)" >&2' ERR
 ROOT=${1:?usage: bench_smoke_test.sh ROOT BUILD OUT}
 BUILD=${2:?}
 OUT=${3:?}

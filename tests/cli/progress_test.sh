@@ -31,7 +31,7 @@ cmp "$W/src/d/f7" "$W/dest/f7" || fail "restore content"
 # unmount --save of a miss directory (the whole view is packed).
 "$LC" mount --key k2 "$W/m" > /dev/null
 cp -r "$W/src/d/." "$W/m/"
-LAZYCACHE_PROGRESS_INTERVAL=0.1 "$LC" unmount --save "$W/m" > "$W/out" 2> "$W/err" || { cat "$W/err" >&2; fail "unmount --save"; }
+LAZYCACHE_PROGRESS_INTERVAL=0.001 "$LC" unmount --save "$W/m" > "$W/out" 2> "$W/err" || { cat "$W/err" >&2; fail "unmount --save"; }
 grep -Eq "^lazycache unmount --save: .* of 22.9 MiB" "$W/err" || { cat "$W/err" >&2; fail "unmount --save printed no progress line"; }
 
 # The default interval (5 s) prints nothing for a short save; LAZYCACHE_PROGRESS_INTERVAL=0 never.

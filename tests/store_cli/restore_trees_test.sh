@@ -43,7 +43,7 @@ snapshot() {  # type, mode, link target, mtime (not of symlinks), content of eve
 }
 lc save --store "$W/store" --key trees "$V" "$J" > "$W/save.out" || fail "save: $(cat "$W/save.out")"
 # GNU tar's restore of the stored object is the reference.
-obj=$(find "$W/store" -type f -size +100k | head -1)
+obj=$(find "$W/store" -type f -size +100k | sed -n 1p)  # not head: SIGPIPE under pipefail
 [ -n "$obj" ] || fail "no archive object in the store"
 mkdir "$W/gnu"
 zstd -dcq "$obj" | tar -x -C "$W/gnu" || fail "GNU tar could not extract the object"
