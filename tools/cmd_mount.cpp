@@ -128,6 +128,7 @@ int run_mount(ArgParser& args) {
   }
 
   auto daemon = Daemonizer::start(args.has("foreground"));
+  if (daemon.ok() && daemon->in_parent()) return daemon->parent_exit_code();  // the child's startup, relayed
   // Frame buffers (MiBs each) always come from mmap and go back to the system when freed: with
   // glibc's sliding threshold they would land in per-thread arenas after the first free, and
   // the daemon's RSS would keep the high-water mark of every fetch thread's arena.

@@ -122,8 +122,11 @@ int run_restore(ArgParser& args) {
       std::cerr << "lazycache restore: mounting (FUSE is usable; --extract to unpack instead)\n";
       ArgParser mount_parser("mount", mount->second.usage, mount_args(args));
       int rc = mount->second.run(mount_parser);
-      if (rc == kExitOk || mode == "mount" || rc == kExitNotFound) return rc;  // 3: a miss (--fail-on-cache-miss)
-      std::cerr << "lazycache restore: mounting failed; extracting instead\n";
+      // 3 with --fail-on-cache-miss: the miss, already reported. Any other failure (a chunk cache
+      // that cannot be created, a mount(2) refused late) still leaves extracting, in this process:
+      // the mount's daemon has exited, and the step waits for the tree.
+      if (rc == kExitOk || mode == "mount" || (rc == kExitNotFound && args.has("fail-on-cache-miss"))) return rc;
+      std::cerr << "lazycache restore: mounting failed (exit " << rc << "); extracting instead\n";
     } else if (mode == "mount") {
       return report_error("restore", Status(ErrorCode::kUnsupported, "cannot mount: " + why));
     } else {

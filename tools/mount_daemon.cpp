@@ -46,11 +46,11 @@ sigset_t stop_signals() {
   return set;
 }
 
-// Parent side: copy the child's output until both pipes close, then take its status byte. A
-// signal (blocked here, so taken with sigtimedwait between polls) goes on to the child, which
-// stops at once (its startup watcher); the parent exits 128 + signal when it is gone, or after
-// 2 s with a SIGKILL.
-[[noreturn]] void relay_and_exit(int out_fd, int err_fd, int status_fd, pid_t child) {
+// Parent side: copy the child's output until both pipes close, then take its status byte and
+// return it. A signal (blocked here, so taken with sigtimedwait between polls) goes on to the
+// child, which stops at once (its startup watcher); the parent exits 128 + signal when it is gone,
+// or after 2 s with a SIGKILL.
+int relay_child_startup(int out_fd, int err_fd, int status_fd, pid_t child) {
   pollfd fds[2] = {{out_fd, POLLIN, 0}, {err_fd, POLLIN, 0}};
   int open_count = 2;
   char buf[4096];
@@ -95,12 +95,13 @@ sigset_t stop_signals() {
   ssize_t n;
   while ((n = ::read(status_fd, &code, 1)) < 0 && errno == EINTR) {
   }
+  ::close(status_fd);
   if (n != 1) {
     std::cerr << "lazycache mount: the mount daemon (pid " << child << ") exited during startup; see "
               << run_dir() << "/mount-" << child << ".log\n";
-    std::_Exit(1);
+    return 1;
   }
-  std::_Exit(code);
+  return code;
 }
 
 }  // namespace
@@ -138,7 +139,8 @@ void Daemonizer::note_mounted(const std::string& mountpoint) {
 
 Result<Daemonizer> Daemonizer::start(bool foreground) {
   sigset_t set = stop_signals();
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  sigset_t caller_mask;
+  pthread_sigmask(SIG_BLOCK, &set, &caller_mask);
   ::signal(SIGPIPE, SIG_IGN);
   Daemonizer d;
   d.watch_ = std::make_shared<StartupWatch>();
@@ -158,7 +160,12 @@ Result<Daemonizer> Daemonizer::start(bool foreground) {
     ::close(out[1]);
     ::close(err[1]);
     ::close(st[1]);
-    relay_and_exit(out[0], err[0], st[0], pid);
+    d.watch_.reset();
+    d.parent_exit_code_ = relay_child_startup(out[0], err[0], st[0], pid);
+    // The caller goes on in this process (restore extracts when the mount failed): as
+    // interruptible as it was before.
+    pthread_sigmask(SIG_SETMASK, &caller_mask, nullptr);
+    return d;
   }
   ::close(out[0]);
   ::close(err[0]);
@@ -204,6 +211,10 @@ void Daemonizer::ready(int exit_code) {
   (void)ignored;
   ::close(status_fd_);
   status_fd_ = -1;
+  // A failed startup ends the daemon here: the waiting command got the code and goes on (restore
+  // falls back to extracting in that process, where the user's step waits for it), so nothing
+  // may go on in this detached one.
+  if (exit_code != kExitOk) std::_Exit(exit_code);
 }
 
 int serve(fs::Filesystem& filesystem, std::vector<std::unique_ptr<fs::FuseMount>>& mounts, const ServeInfo& info) {

@@ -31,14 +31,18 @@ namespace lazycache::cli {
 class Daemonizer {
  public:
   // Blocks SIGINT/SIGTERM/SIGHUP/SIGUSR1 (serve() waits for them), ignores SIGPIPE. Then, unless
-  // `foreground`, forks: in the parent this relays the child's output and exits the process
-  // with the child's status; it returns only in the child (or at once in foreground).
+  // `foreground`, forks: the parent relays the child's output until the child calls ready() (or
+  // dies), restores its signal mask and returns with in_parent() true and the child's status as
+  // parent_exit_code(): the command returns that code. The child returns with in_parent() false.
   static Result<Daemonizer> start(bool foreground);
-  // Child: output now goes to the log file; the parent exits with `exit_code`. Both: the startup
-  // watcher stops (serve() takes the signals over); after a failure (exit_code != 0) this thread
-  // takes SIGINT/SIGTERM again, so a command that goes on (restore extracting) stays interruptible.
+  // Child: output now goes to the log file and the parent gets `exit_code`; a child that failed
+  // (exit_code != 0) exits here. Foreground: the startup watcher stops (serve() takes the signals
+  // over); after a failure this thread takes SIGINT/SIGTERM again, so a command that goes on
+  // (restore extracting) stays interruptible.
   void ready(int exit_code);
   bool foreground() const { return status_fd_ < 0; }
+  bool in_parent() const { return parent_exit_code_ >= 0; }
+  int parent_exit_code() const { return parent_exit_code_; }
   // A mount point mounted during startup: detached if a signal interrupts the startup.
   void note_mounted(const std::string& mountpoint);
 
@@ -46,6 +50,7 @@ class Daemonizer {
 
  private:
   int status_fd_ = -1;
+  int parent_exit_code_ = -1;  // >= 0 only in the parent of a fork
   std::shared_ptr<StartupWatch> watch_;
 };
 
