@@ -254,6 +254,10 @@ void FrameFetcher::release_charge(uint64_t bytes, bool background) {
   if (background) fill_in_flight_.fetch_sub(bytes, std::memory_order_relaxed);
 }
 
+// Fresh GETs of a frame whose bytes failed their digest before the waiting reads fail: three
+// attempts in all, as for the store's transport errors (--retries 3).
+constexpr uint8_t kCorruptRefetches = 2;
+
 void FrameFetcher::complete(uint32_t frame, uint64_t seq, const Result<FetchedFrame>& result) {
   Pending p{};
   {
@@ -269,6 +273,16 @@ void FrameFetcher::complete(uint32_t frame, uint64_t seq, const Result<FetchedFr
       // A failing fill fails no reader: the readers who joined it get a fetch of their own.
       counters_.fill_retried.fetch_add(1, std::memory_order_relaxed);
       for (auto& cb : p.waiters) enqueue_locked(frame, Priority::kOnDemand, p.keep_in_memory, std::move(cb));
+      return;
+    }
+    if (!result.ok() && result.error().code() == ErrorCode::kCorrupt && !p.waiters.empty() && !stop_ &&
+        p.corrupt_refetches < kCorruptRefetches) {
+      // Bytes damaged on the way (a digest mismatch, a short body) are a transient fault like a
+      // reset connection: fetch again, a bounded number of times. Without this, two damaged
+      // replies in a row (the read and the kernel's immediate retry) failed the read.
+      const uint8_t refetches = p.corrupt_refetches + 1;
+      for (auto& cb : p.waiters) enqueue_locked(frame, p.priority, p.keep_in_memory, std::move(cb));
+      pending_.at(frame).corrupt_refetches = refetches;
       return;
     }
   }

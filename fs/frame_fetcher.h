@@ -166,6 +166,7 @@ class FrameFetcher {
     bool keep_in_memory = false;
     std::vector<FrameCallback> waiters;
     std::chrono::steady_clock::time_point claimed_at{};
+    uint8_t corrupt_refetches = 0;  // fresh GETs after bytes that failed their digest (complete())
   };
   using QueueKey = std::tuple<uint8_t, uint64_t, uint32_t>;  // (priority, arrival, frame)
 

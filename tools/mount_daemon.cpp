@@ -161,9 +161,12 @@ Result<Daemonizer> Daemonizer::start(bool foreground) {
     ::close(err[1]);
     ::close(st[1]);
     d.watch_.reset();
-    d.parent_exit_code_ = relay_child_startup(out[0], err[0], st[0], pid);
-    // The caller goes on in this process (restore extracts when the mount failed): as
-    // interruptible as it was before.
+    const int code = relay_child_startup(out[0], err[0], st[0], pid);
+    // Mounted: nothing is left to do here, and the step goes on at once (no exit-time work).
+    if (code == kExitOk) std::_Exit(kExitOk);
+    // Failed: the caller goes on in this process (restore extracts instead), as interruptible as
+    // it was before.
+    d.parent_exit_code_ = code;
     pthread_sigmask(SIG_SETMASK, &caller_mask, nullptr);
     return d;
   }

@@ -32,8 +32,9 @@ class Daemonizer {
  public:
   // Blocks SIGINT/SIGTERM/SIGHUP/SIGUSR1 (serve() waits for them), ignores SIGPIPE. Then, unless
   // `foreground`, forks: the parent relays the child's output until the child calls ready() (or
-  // dies), restores its signal mask and returns with in_parent() true and the child's status as
-  // parent_exit_code(): the command returns that code. The child returns with in_parent() false.
+  // dies); it exits 0 if the child is serving, else restores its signal mask and returns with
+  // in_parent() true and the child's status as parent_exit_code() (the command returns it, and
+  // restore extracts instead). The child returns with in_parent() false.
   static Result<Daemonizer> start(bool foreground);
   // Child: output now goes to the log file and the parent gets `exit_code`; a child that failed
   // (exit_code != 0) exits here. Foreground: the startup watcher stops (serve() takes the signals

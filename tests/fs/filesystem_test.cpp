@@ -334,6 +334,19 @@ TEST_CASE("a fetch stuck after the store recovered does not hold its frame: the 
   o.fs->release(*h2);
 }
 
+// Damage on the way is transient like a reset connection: two damaged replies in a row (a read
+// and the kernel's retry of it, once) used to fail the read with EIO.
+TEST_CASE("bytes damaged in two replies in a row are fetched again: the read gets the right bytes", "[unit]") {
+  Fixture fx(10);
+  const std::string path = "t/node_modules/pkg-3/index.js";
+  Open o = open_fs(fx.archive, fx.cache_dir);
+  o.source->flip_next = 2;
+  auto id = walk(*o.fs, path);
+  REQUIRE(id);
+  CHECK(read_all(*o.fs, *id) == fx.contents.at(path));
+  CHECK(o.source->flip_next.load() <= 0);  // both damaged replies were read
+}
+
 TEST_CASE("corrupted bytes from the store are refused and never cached; a bad cached copy is refetched", "[unit]") {
   Fixture fx(10);
   const std::string path = "t/node_modules/pkg-3/index.js";

@@ -116,7 +116,8 @@ class ControlledSource final : public ByteSource {
       return Status(ErrorCode::kUnavailable, "injected: hung read released");
     }
     auto n = inner_->read_at(offset, out);
-    if (n.ok() && flip.load() && *n > 100) out[100] ^= std::byte{0x40};
+    const bool flip_this = flip.load() || flip_next.fetch_sub(1) > 0;
+    if (n.ok() && flip_this && *n > 100) out[100] ^= std::byte{0x40};
     return n;
   }
   std::string describe() const override { return "controlled " + inner_->describe(); }
@@ -128,6 +129,7 @@ class ControlledSource final : public ByteSource {
 
   mutable std::atomic<uint64_t> reads{0};
   std::atomic<bool> fail{false}, flip{false}, hang{false};
+  mutable std::atomic<int> flip_next{0};  // damage this many replies, then none
 
  private:
   std::shared_ptr<const ByteSource> inner_;
