@@ -175,13 +175,17 @@ Result<std::string> primary_object_key(const ArgParser& args) {
   return remote::entry_object_key(args.get("scope"), key);
 }
 
-Result<ResolvedEntry> resolve_entry(remote::ObjectStore& store, const ArgParser& args) {
+Result<ResolvedEntry> resolve_entry(remote::ObjectStore& store, const ArgParser& args, EntryUse use) {
   ResolvedEntry entry;
   entry.scope = args.get("scope");
   entry.primary_key = args.get("key");
   if (entry.primary_key.empty()) return Status(ErrorCode::kInvalidArgument, "--key is required");
   entry.restore_prefixes = restore_prefixes_from(args);
   LC_ASSIGN_OR_RETURN(entry.match, remote::resolve_cache_key(store, entry.scope, entry.primary_key, entry.restore_prefixes));
+  // The "last used" time that prune and the local store's bound evict by (best effort: a
+  // read-only store directory must not fail a restore).
+  if (entry.match && use == EntryUse::kUse)
+    ignore_error(store.record_access(entry.match->object.key), "the use time is a hint for pruning");
   return entry;
 }
 

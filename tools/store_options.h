@@ -65,8 +65,11 @@ struct ResolvedEntry {
 
 // --restore-keys values, split at newlines, blanks dropped.
 std::vector<std::string> restore_prefixes_from(const ArgParser& args);
-// Resolves --key / --restore-keys / --scope. kInvalidArgument without --key.
-Result<ResolvedEntry> resolve_entry(remote::ObjectStore& store, const ArgParser& args);
+// Resolves --key / --restore-keys / --scope. kInvalidArgument without --key. With kUse (restore,
+// mount, reading commands) the matched entry's use is recorded (ObjectStore::record_access) for
+// least-recently-used pruning; `lookup` only looks (kLookOnly).
+enum class EntryUse { kUse, kLookOnly };
+Result<ResolvedEntry> resolve_entry(remote::ObjectStore& store, const ArgParser& args, EntryUse use = EntryUse::kUse);
 // The entry object's name for --key in --scope (what save writes).
 Result<std::string> primary_object_key(const ArgParser& args);
 
