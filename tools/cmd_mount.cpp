@@ -27,6 +27,7 @@
 #include "tools/mount_point_check.h"
 #include "tools/mount_state.h"
 #include "tools/run_files.h"
+#include "tools/run_dir_cleanup.h"
 #include "tools/save_record.h"
 #include "tools/store_options.h"
 
@@ -122,6 +123,7 @@ int run_mount(ArgParser& args) {
     fill = fs::FillPolicy{fs::FillPolicy::Mode::kBytes, *cap};
   }
 
+  clean_finished_mounts();  // what ended mounts left in the run directory (tools/run_dir_cleanup.h)
   for (const auto& p : paths) {
     if (clean_stale(p)) std::cerr << "lazycache mount: cleaned up a stale mount at " << p << " (its daemon was gone)\n";
     if (is_lazycache_mount(p)) return report_error("mount", Status(ErrorCode::kAlreadyExists, p + " is already mounted"));

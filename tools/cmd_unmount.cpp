@@ -13,6 +13,7 @@
 #include "tools/mount_holders.h"
 #include "tools/mount_state.h"
 #include "tools/process_exit.h"
+#include "tools/run_dir_cleanup.h"
 #include "tools/unmount_save.h"
 
 namespace lazycache::cli {
@@ -87,6 +88,7 @@ int run_unmount(ArgParser& args) {
   }
   auto contains = [](const std::vector<std::string>& v, const std::string& x) { return std::find(v.begin(), v.end(), x) != v.end(); };
   std::vector<std::string> gone;  // no longer mounted: their saved state may be removed
+  std::vector<DaemonState> ended;  // daemons that exited here: their run files go at the end
   for (const auto& path : paths) {
     if (contains(saved.keep_mounted, path)) continue;
     if (clean_stale(path)) {
@@ -121,7 +123,7 @@ int run_unmount(ArgParser& args) {
     auto final_state = args.has("lazy") ? std::optional<DaemonState>() : wait_for_daemon(*daemon);
     if (final_state) {
       print_figures(path, final_state->stats, json);
-      ::unlink(final_state->state_path.c_str());
+      ended.push_back(*final_state);
     } else {
       print_figures(path, refresh(*daemon).stats, json);
       if (!args.has("lazy")) std::cerr << "lazycache unmount: daemon " << daemon->pid << " has not exited yet; figures may be partial\n";
@@ -138,6 +140,10 @@ int run_unmount(ArgParser& args) {
     }
     clean_after_save(clean);
   }
+  // What the daemons that ended (here or before) left in the run directory (after the saves'
+  // cleanup above, which reads their records).
+  for (const DaemonState& d : ended) remove_daemon_files(d);
+  clean_finished_mounts();
   return rc;
 }
 
