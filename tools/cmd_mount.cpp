@@ -60,7 +60,7 @@ std::string to_archive_path(const std::string& p, const std::vector<Placement>& 
 
 int run_mount(ArgParser& args) {
   args.option("archive", "FILE", "mount a local archive file instead of a store entry");
-  add_store_options(args);
+  add_store_options(args, StoreUse::kMount);
   add_key_options(args);
   args.flag("foreground", "serve in this process instead of leaving a daemon (Ctrl-C unmounts)");
   args.option("prefetch", "none|hot|all|FILE",
@@ -100,9 +100,10 @@ int run_mount(ArgParser& args) {
   for (const auto& p : args.positionals()) paths.push_back(absolute_path(p));
   auto cache_size = args.get_size("cache-size");
   auto budget = args.get_size("memory-budget");
+  auto upload_budget = args.get_size("upload-budget");  // checked here; recorded for unmount --save
   auto threads = args.get_int("fetch-threads");
   auto timeout = args.get_int("read-timeout");
-  for (const Status& s : {cache_size.status(), budget.status(), threads.status(), timeout.status()}) {
+  for (const Status& s : {cache_size.status(), budget.status(), upload_budget.status(), threads.status(), timeout.status()}) {
     if (!s.ok()) return report_error("mount", s);
   }
   if (*threads < 1 || *threads > 256 || *timeout < 1) {

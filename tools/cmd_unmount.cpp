@@ -62,7 +62,8 @@ void report_unmount_failure(const std::string& path, const Status& s, bool was_s
 }
 
 int run_unmount(ArgParser& args) {
-  args.flag("all", "unmount every mount started with this run directory (" + run_dir() + ")");
+  args.flag("all", "unmount every mount started with this run directory ($LAZYCACHE_RUN_DIR, else /run/lazycache as "
+                   "root, $XDG_RUNTIME_DIR/lazycache, /tmp/lazycache-UID)");
   args.flag("lazy", "detach even while files are open; the daemon exits when the last one closes");
   args.flag("json", "print the figures as one JSON object per mount point");
   args.flag("save", "first save what changed under the primary key mount recorded (docs/writable.md); "

@@ -31,7 +31,9 @@ namespace lazycache::cli {
 // (--sign-payload, --concurrency, --part-size, --memory-budget) from --help: they do nothing
 // there, and are still accepted so that one set of store options works for every command.
 // mount and restore take them (a writable mount records them for `unmount --save`).
-enum class StoreUse { kRead, kWrite };
+// kMount: --memory-budget is the mount's frame memory, and --upload-budget SIZE what its
+// `unmount --save` uploads with (recorded as that save's --memory-budget).
+enum class StoreUse { kRead, kWrite, kMount };
 void add_store_options(ArgParser& args, StoreUse use = StoreUse::kWrite);
 // --key K, --restore-keys PREFIX (repeatable; newline-separated lists are split, as actions/cache
 // passes them), --scope S. `save` has no use for --restore-keys: `with_restore_keys` false.

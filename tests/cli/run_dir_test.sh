@@ -6,7 +6,8 @@
 #  - status --json with no mounts prints [] (valid JSON), status prints "no lazycache mounts";
 #  - a lazily detached mount whose daemon still serves an open file keeps its files until the
 #    daemon exits;
-#  - a miss's save record (no daemon) stays for unmount --save.
+#  - a miss's save record (no daemon) stays for unmount --save;
+#  - mount records --upload-budget (not its frame --memory-budget) for unmount --save.
 # Usage: run_dir_test.sh path/to/lazycache   (exit 77: FUSE not usable here)
 set -euo pipefail
 LC=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
@@ -31,10 +32,13 @@ echo hello > "$W/src/f"
 [ "$("$LC" status --json)" = "[]" ] || fail "status --json without mounts: '$("$LC" status --json)'"
 [ "$("$LC" status)" = "no lazycache mounts" ] || fail "status without mounts: '$("$LC" status)'"
 
-# A background mount, read, unmounted: nothing of it stays.
-"$LC" mount --key k "$W/m" > /dev/null
+# A background mount, read, unmounted: nothing of it stays. Its save record carries the upload
+# budget (--upload-budget) for unmount --save, not the frame memory (--memory-budget).
+"$LC" mount --memory-budget 32M --upload-budget 64M --key k "$W/m" > /dev/null
 [ "$(cat "$W/m/f")" = hello ] || fail "mount content"
 [ -n "$(run_files)" ] || fail "a live mount has no run files"
+grep -q -- '--memory-budget=64M' "$W"/run/save-*_m.info && ! grep -q -- '32M' "$W"/run/save-*_m.info ||
+  fail "the save record's budget: $(cat "$W"/run/save-*_m.info)"
 "$LC" unmount "$W/m" > /dev/null 2>&1
 [ -z "$(run_files)" ] || fail "unmount left: $(run_files)"
 
