@@ -70,11 +70,11 @@ if [ "$KIND" = local ]; then
   # Last used: k-a 3 days ago, k-b 2 days, k-c 1 day (as saved then; access time = use time).
   for p in "a 3" "b 2" "c 1"; do set -- $p; touch -d "$2 days ago" "$W/store/k-$1.tar.zst"; done
   lc lookup --key k-a > /dev/null 2>&1
-  used=$(lc list --json --scope '' --prefix k-a | sed -n 's/.*"last_used_s":\([0-9]*\).*/\1/p')
+  used=$(lc list --json --scope '' --prefix k-a 2>/dev/null | sed -n 's/.*"last_used_s":\([0-9]*\).*/\1/p')
   [ "$used" -lt $(( $(date +%s) - 86400 )) ] || fail "lookup recorded a use of k-a"
   lc restore --extract --key k-a "$W/out-a" > /dev/null 2>&1
   cmp "$W/out-a/data" "$W/src/a/data" || fail "restore of k-a"
-  used=$(lc list --json --scope '' --prefix k-a | sed -n 's/.*"last_used_s":\([0-9]*\).*/\1/p')
+  used=$(lc list --json --scope '' --prefix k-a 2>/dev/null | sed -n 's/.*"last_used_s":\([0-9]*\).*/\1/p')
   [ "$used" -ge $(( $(date +%s) - 600 )) ] || fail "restore did not record the use of k-a (last used $used)"
   run 0 lc prune --scope '' --older-than 36h --dry-run
   grep -q '^would delete key k-b: ' "$W/out" || fail "prune --dry-run: $(cat "$W/out" "$W/err")"
@@ -113,6 +113,14 @@ if [ "$KIND" = local ]; then
     [ "$(keys)" = "x-d x-f " ] || fail "the bound evicted the mounted entry: $(keys)"
     "$LC" unmount "$W/mnt" > /dev/null
     run 0 lc delete x-d
+    # unmount --save keeps the bound too: the old x-h goes, the mounted base x-f and the new x-g stay.
+    lc save -q --key x-h "$W/src/b"
+    touch -d '2 days ago' "$W/store/x-h.tar.zst"
+    lc mount --key x-g --restore-keys x-f "$W/mnt2" > /dev/null
+    echo changed > "$W/mnt2/new-file"
+    bounded 1K unmount --save "$W/mnt2" > "$W/out" 2> "$W/err" || fail "unmount --save: $(cat "$W/out" "$W/err")"
+    grep -q 'evicted key x-h' "$W/err" || fail "unmount --save kept no bound: $(cat "$W/err")"
+    [ "$(keys)" = "x-f x-g " ] || fail "after unmount --save with the bound: $(keys)"
   else
     echo "note: FUSE not usable here; the in-use checks were skipped"
   fi
