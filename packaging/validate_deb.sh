@@ -75,6 +75,9 @@ if /usr/bin/lazycache doctor >/dev/null 2>&1; then
   diff -r "$WORK/tree.orig" "$WORK/tree" || fail "files read through the mount differ"
   /usr/bin/lazycache unmount "$WORK/tree" || fail "unmount"
   mountpoint -q "$WORK/tree" && fail "still mounted after unmount"
+  # Left mounted on purpose: removing the package must detach it and stop its daemon (prerm).
+  /usr/bin/lazycache mount --key deps-v1 "$WORK/tree" || fail "mount (for the removal check)"
+  left_mounted=1
 else
   echo "== FUSE unusable here ($(/usr/bin/lazycache doctor | head -1)): restore extracts"
   /usr/bin/lazycache restore --key deps-v1 "$WORK/tree" || fail "restore"
@@ -83,9 +86,17 @@ fi
 unset LAZYCACHE_CONFIG LAZYCACHE_CACHE_DIR
 
 echo "== apt-get purge"
+daemon=$(sed -n 's/^pid=//p' $(grep -l "^mountpoint=$WORK/tree\$" /run/lazycache/mount-*.state 2>/dev/null) < /dev/null)
 apt-get purge -y -qq -o DPkg::Lock::Timeout=300 lazycache >/dev/null 2>&1 || fail "purge"
 installed=0
 for f in /usr/bin/lazycache /etc/lazycache/config /usr/share/man/man1/lazycache.1.gz; do
   [ ! -e "$f" ] || fail "$f is still there after purge"
 done
+if [ "${left_mounted:-0}" = 1 ]; then
+  mountpoint -q "$WORK/tree" && fail "the package's removal left $WORK/tree mounted"
+  [ -n "$daemon" ] || fail "no state file named the daemon of $WORK/tree"
+  for _ in $(seq 100); do [ -d "/proc/$daemon" ] || break; sleep 0.1; done
+  [ ! -d "/proc/$daemon" ] || fail "mount daemon $daemon still runs after the package's removal"
+  echo "removal detached the mount and stopped daemon $daemon"
+fi
 echo "validate_deb: ok"

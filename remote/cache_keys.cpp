@@ -95,6 +95,20 @@ std::optional<std::string> key_of_entry(std::string_view scope, std::string_view
   return key;
 }
 
+std::optional<EntryName> entry_name_of(std::string_view object_key) {
+  std::string scope;
+  if (size_t slash = object_key.find('/'); slash != std::string_view::npos) {
+    auto unescaped = unescape(object_key.substr(0, slash));
+    if (!unescaped || unescaped->empty() || has_control_byte(*unescaped) ||
+        escape_key_component(*unescaped) != object_key.substr(0, slash))
+      return std::nullopt;
+    scope = *unescaped;
+  }
+  auto key = key_of_entry(scope, object_key);
+  if (!key) return std::nullopt;
+  return EntryName{std::move(scope), std::move(*key)};
+}
+
 Result<std::optional<KeyMatch>> resolve_cache_key(ObjectStore& store, std::string_view scope, std::string_view primary_key,
                                                   const std::vector<std::string>& restore_prefixes) {
   LC_ASSIGN_OR_RETURN(std::string exact_name, entry_object_key(scope, primary_key));

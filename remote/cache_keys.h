@@ -33,6 +33,11 @@ std::string entry_list_prefix(std::string_view scope, std::string_view key_prefi
 // The key an entry object names, or nullopt when the object is not an entry of `scope` (or
 // names a key with a control byte, which entry_object_key() never writes).
 std::optional<std::string> key_of_entry(std::string_view scope, std::string_view object_key);
+// The scope and key an entry object names, whatever its scope; nullopt when it names no entry.
+struct EntryName {
+  std::string scope, key;
+};
+std::optional<EntryName> entry_name_of(std::string_view object_key);
 
 struct KeyMatch {
   std::string key;      // the cache key that matched (== primary key when exact)

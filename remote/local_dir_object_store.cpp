@@ -61,7 +61,7 @@ std::string etag_of(const struct stat& st) {
 }
 
 ObjectInfo info_of(std::string_view key, const struct stat& st) {
-  return ObjectInfo{std::string(key), static_cast<uint64_t>(st.st_size), etag_of(st), st.st_mtim.tv_sec};
+  return ObjectInfo{std::string(key), static_cast<uint64_t>(st.st_size), etag_of(st), st.st_mtim.tv_sec, st.st_atim.tv_sec};
 }
 
 Status mkdirs(const std::string& path) {
@@ -392,6 +392,14 @@ Status LocalDirObjectStore::remove(std::string_view key) {
   LC_RETURN_IF_ERROR(check_local_key(key));
   std::string path = path_of(key);
   if (::unlink(path.c_str()) != 0 && errno != ENOENT && errno != ENOTDIR) return errno_status("removing " + path);
+  return Status();
+}
+
+Status LocalDirObjectStore::record_access(std::string_view key) {
+  LC_RETURN_IF_ERROR(check_local_key(key));
+  std::string path = path_of(key);
+  const struct timespec times[2] = {{0, UTIME_NOW}, {0, UTIME_OMIT}};
+  if (::utimensat(AT_FDCWD, path.c_str(), times, 0) != 0) return errno_status("recording the use of " + path);
   return Status();
 }
 

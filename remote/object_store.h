@@ -37,6 +37,9 @@ struct ObjectInfo {
   uint64_t size = 0;
   std::string etag;          // opaque; pins ranged reads to one version
   int64_t last_modified_s = 0;  // seconds since the epoch (for "newest entry" lookups)
+  // When the object was last used (record_access), seconds since the epoch; 0 where the store
+  // keeps no such time (S3: its LRU order is last_modified_s, docs/stores.md "Store management").
+  int64_t last_access_s = 0;
 };
 
 struct RangeRequest {
@@ -97,6 +100,13 @@ class ObjectStore {
   virtual Result<ListPage> list(std::string_view prefix, std::string_view continuation) = 0;
   // Deleting an absent key is ok.
   virtual Status remove(std::string_view key) = 0;
+  // Notes that key was just used (restored or mounted), for least-recently-used pruning. The
+  // local directory store sets the file's access time; the default does nothing (S3 has no
+  // access time: pruning goes by last_modified_s there). Best effort: callers may ignore errors.
+  virtual Status record_access(std::string_view key) {
+    (void)key;
+    return Status();
+  }
   // "s3://bucket/prefix", "file:///dir": for messages, without credentials.
   virtual std::string describe() const = 0;
   virtual TransferStats transfer_stats() const { return {}; }
@@ -124,6 +134,7 @@ class ObjectStoreWrapper : public ObjectStore {
     return inner_->list(prefix, continuation);
   }
   Status remove(std::string_view key) override { return inner_->remove(key); }
+  Status record_access(std::string_view key) override { return inner_->record_access(key); }
   std::string describe() const override { return inner_->describe(); }
   TransferStats transfer_stats() const override { return inner_->transfer_stats(); }
   Result<std::unique_ptr<MultipartUpload>> start_upload(std::string_view key, const PutOptions& opts) override {

@@ -23,7 +23,7 @@ int run_lookup(ArgParser& args) {
   }
   auto store = open_store(args);
   if (!store.ok()) return report_error("lookup", store.error());
-  auto entry = resolve_entry(**store, args);
+  auto entry = resolve_entry(**store, args, EntryUse::kLookOnly);
   if (!entry.ok()) return report_error("lookup", entry.error());
   Status printed = print_key_outputs(*entry);
   if (!printed.ok()) return report_error("lookup", printed);

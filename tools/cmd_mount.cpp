@@ -27,6 +27,7 @@
 #include "tools/mount_point_check.h"
 #include "tools/mount_state.h"
 #include "tools/run_files.h"
+#include "tools/run_dir_cleanup.h"
 #include "tools/save_record.h"
 #include "tools/store_options.h"
 
@@ -59,7 +60,7 @@ std::string to_archive_path(const std::string& p, const std::vector<Placement>& 
 
 int run_mount(ArgParser& args) {
   args.option("archive", "FILE", "mount a local archive file instead of a store entry");
-  add_store_options(args);
+  add_store_options(args, StoreUse::kMount);
   add_key_options(args);
   args.flag("foreground", "serve in this process instead of leaving a daemon (Ctrl-C unmounts)");
   args.option("prefetch", "none|hot|all|FILE",
@@ -99,9 +100,10 @@ int run_mount(ArgParser& args) {
   for (const auto& p : args.positionals()) paths.push_back(absolute_path(p));
   auto cache_size = args.get_size("cache-size");
   auto budget = args.get_size("memory-budget");
+  auto upload_budget = args.get_size("upload-budget");  // checked here; recorded for unmount --save
   auto threads = args.get_int("fetch-threads");
   auto timeout = args.get_int("read-timeout");
-  for (const Status& s : {cache_size.status(), budget.status(), threads.status(), timeout.status()}) {
+  for (const Status& s : {cache_size.status(), budget.status(), upload_budget.status(), threads.status(), timeout.status()}) {
     if (!s.ok()) return report_error("mount", s);
   }
   if (*threads < 1 || *threads > 256 || *timeout < 1) {
@@ -122,6 +124,7 @@ int run_mount(ArgParser& args) {
     fill = fs::FillPolicy{fs::FillPolicy::Mode::kBytes, *cap};
   }
 
+  clean_finished_mounts();  // what ended mounts left in the run directory (tools/run_dir_cleanup.h)
   for (const auto& p : paths) {
     if (clean_stale(p)) std::cerr << "lazycache mount: cleaned up a stale mount at " << p << " (its daemon was gone)\n";
     if (is_lazycache_mount(p)) return report_error("mount", Status(ErrorCode::kAlreadyExists, p + " is already mounted"));

@@ -13,6 +13,7 @@
 #include "tools/json_output.h"
 #include "tools/mount_state.h"
 #include "tools/progress.h"
+#include "tools/store_entries.h"
 #include "tools/store_options.h"
 
 namespace lazycache::cli {
@@ -49,6 +50,7 @@ int run_save(ArgParser& args) {
   for (const Status& s : {level.status(), frame.status(), threads.status(), transfer.status()})
     if (!s.ok()) return report_error("save", s);
   if (Status s = check_upload_part_size(*transfer); !s.ok()) return report_error("save", s);
+  if (auto bound = local_store_max_bytes(); !bound.ok()) return report_error("save", bound.error());
 
   auto store = open_store(args);
   if (!store.ok()) return report_error("save", store.error());
@@ -91,6 +93,10 @@ int run_save(ArgParser& args) {
     return report_error("save", stats.error().with_context("saving key " + key + " to " + where));
   }
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  // The local store's size bound (LAZYCACHE_STORE_MAX_SIZE): a self-hosted runner's disk must
+  // not fill. The entry is saved whatever happens here; a failed eviction is only a warning.
+  if (Status s = bound_local_store(args, **store, *object_key, std::cerr); !s.ok())
+    std::cerr << "lazycache save: warning: " << s.to_string() << "\n";
   if (json) {
     const auto t = (*store)->transfer_stats();
     std::cout << SaveJson{key,           where, *object_key, true, stats->files, stats->file_bytes, stats->archive_bytes,

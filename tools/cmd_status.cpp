@@ -6,6 +6,7 @@
 #include "remote/store_url.h"
 #include "tools/command.h"
 #include "tools/mount_state.h"
+#include "tools/run_dir_cleanup.h"
 
 namespace lazycache::cli {
 namespace {
@@ -16,12 +17,16 @@ int run_status(ArgParser& args) {
   if (!args.parse(code)) return code;
   const bool json = args.has("json");
   std::vector<std::pair<std::string, std::optional<DaemonState>>> rows;
+  // A mount that has ended (a foreground mount's Ctrl-C, an external unmount) is not listed, and
+  // its files go (tools/run_dir_cleanup.h).
+  clean_finished_mounts();
   if (args.positionals().empty()) {
     for (auto& d : list_daemons()) {
       DaemonState fresh = refresh(d);
       for (const auto& m : fresh.mountpoints) rows.emplace_back(m, fresh);
     }
-    if (rows.empty() && !json) std::cout << "no lazycache mounts\n";
+    // No mount: an empty JSON array, so that `status --json | jq` sees valid JSON, not nothing.
+    if (rows.empty()) std::cout << (json ? "[]\n" : "no lazycache mounts\n");
   } else {
     for (const auto& p : args.positionals()) {
       std::string path = absolute_path(p);

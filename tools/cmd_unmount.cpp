@@ -13,6 +13,7 @@
 #include "tools/mount_holders.h"
 #include "tools/mount_state.h"
 #include "tools/process_exit.h"
+#include "tools/run_dir_cleanup.h"
 #include "tools/unmount_save.h"
 
 namespace lazycache::cli {
@@ -61,7 +62,8 @@ void report_unmount_failure(const std::string& path, const Status& s, bool was_s
 }
 
 int run_unmount(ArgParser& args) {
-  args.flag("all", "unmount every mount started with this run directory (" + run_dir() + ")");
+  args.flag("all", "unmount every mount started with this run directory ($LAZYCACHE_RUN_DIR, else /run/lazycache as "
+                   "root, $XDG_RUNTIME_DIR/lazycache, /tmp/lazycache-UID)");
   args.flag("lazy", "detach even while files are open; the daemon exits when the last one closes");
   args.flag("json", "print the figures as one JSON object per mount point");
   args.flag("save", "first save what changed under the primary key mount recorded (docs/writable.md); "
@@ -87,6 +89,7 @@ int run_unmount(ArgParser& args) {
   }
   auto contains = [](const std::vector<std::string>& v, const std::string& x) { return std::find(v.begin(), v.end(), x) != v.end(); };
   std::vector<std::string> gone;  // no longer mounted: their saved state may be removed
+  std::vector<DaemonState> ended;  // daemons that exited here: their run files go at the end
   for (const auto& path : paths) {
     if (contains(saved.keep_mounted, path)) continue;
     if (clean_stale(path)) {
@@ -121,7 +124,7 @@ int run_unmount(ArgParser& args) {
     auto final_state = args.has("lazy") ? std::optional<DaemonState>() : wait_for_daemon(*daemon);
     if (final_state) {
       print_figures(path, final_state->stats, json);
-      ::unlink(final_state->state_path.c_str());
+      ended.push_back(*final_state);
     } else {
       print_figures(path, refresh(*daemon).stats, json);
       if (!args.has("lazy")) std::cerr << "lazycache unmount: daemon " << daemon->pid << " has not exited yet; figures may be partial\n";
@@ -138,6 +141,10 @@ int run_unmount(ArgParser& args) {
     }
     clean_after_save(clean);
   }
+  // What the daemons that ended (here or before) left in the run directory (after the saves'
+  // cleanup above, which reads their records).
+  for (const DaemonState& d : ended) remove_daemon_files(d);
+  clean_finished_mounts();
   return rc;
 }
 

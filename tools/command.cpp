@@ -157,11 +157,10 @@ Result<int64_t> ArgParser::get_int(const std::string& name) const {
   }
 }
 
-Result<uint64_t> ArgParser::get_size(const std::string& name) const {
-  std::string v = get(name);
+Result<uint64_t> parse_size_text(std::string_view v, std::string_view what) {
   size_t digits = 0;
   while (digits < v.size() && v[digits] >= '0' && v[digits] <= '9') ++digits;
-  std::string suffix = v.substr(digits);
+  std::string_view suffix = v.substr(digits);
   uint64_t mult = 1;
   if (suffix.empty() || suffix == "B") mult = 1;
   else if (suffix == "K" || suffix == "KiB" || suffix == "k") mult = 1ull << 10;
@@ -169,9 +168,12 @@ Result<uint64_t> ArgParser::get_size(const std::string& name) const {
   else if (suffix == "G" || suffix == "GiB") mult = 1ull << 30;
   else digits = 0;
   if (digits == 0 || digits > 15)
-    return Status(ErrorCode::kInvalidArgument, "--" + name + ": expected a size like 4M or 65536, got '" + v + "'");
-  return std::stoull(v.substr(0, digits)) * mult;
+    return Status(ErrorCode::kInvalidArgument,
+                  std::string(what) + ": expected a size like 4M or 65536, got '" + std::string(v) + "'");
+  return std::stoull(std::string(v.substr(0, digits))) * mult;
 }
+
+Result<uint64_t> ArgParser::get_size(const std::string& name) const { return parse_size_text(get(name), "--" + name); }
 
 void ArgParser::hide(const std::string& name) {
   for (auto& s : specs_)

@@ -88,6 +88,9 @@ struct CommandRegistration {
 // the message goes through remote::redact_url() first: no password or signature reaches a log.
 int report_error(const std::string& command, const Status& status);
 
+// "4M", "10G", "65536" (K, M, G, KiB, MiB, GiB): kInvalidArgument naming `what` otherwise.
+Result<uint64_t> parse_size_text(std::string_view text, std::string_view what);
+
 // `s` as the inside of a JSON string: quote and backslash escaped, control bytes as \u00XX.
 std::string json_escape(std::string_view s);
 

@@ -70,4 +70,16 @@ std::string RestoreJson::to_json() const {
       .str();
 }
 
+std::string StoreEntryJson::to_json() const {
+  return JsonObject()
+      .add("scope", scope)
+      .add("key", key)
+      .add("object", object)
+      .add("bytes", bytes)
+      .add("saved_s", static_cast<uint64_t>(saved_s < 0 ? 0 : saved_s))
+      .add("last_used_s", static_cast<uint64_t>(last_used_s < 0 ? 0 : last_used_s))
+      .add("mounted_at", mounted_at)
+      .str();
+}
+
 }  // namespace lazycache::cli

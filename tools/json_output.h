@@ -8,6 +8,7 @@
 //   mount     RestoreJson  one object, once every mount serves ("mode":"mount")
 //   unmount   {"path","stats":MountStats}   one per path (fs/mount_stats.h, MountStats::to_json)
 //   status    {"path","state","pid","stats"} one per path
+//   list      StoreEntryJson one per entry
 //   doctor, cache: one object (their own fields, docs/cli.md)
 #pragma once
 
@@ -54,6 +55,15 @@ struct RestoreJson {
   std::string to_json() const;
   // "exact", "partial" (a restore-keys match) or "miss".
   std::string hit() const { return matched_key.empty() ? "miss" : cache_hit ? "exact" : "partial"; }
+};
+
+// `list --json`: one per entry. Times are seconds since the epoch.
+struct StoreEntryJson {
+  std::string scope, key, object;
+  uint64_t bytes = 0;
+  int64_t saved_s = 0, last_used_s = 0;
+  std::string mounted_at;  // a mount point serving the entry; "" when none
+  std::string to_json() const;
 };
 
 }  // namespace lazycache::cli

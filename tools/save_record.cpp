@@ -88,9 +88,11 @@ Result<SaveRecord> read_save_record(const std::string& mountpoint) {
 
 std::vector<std::string> recorded_store_args(const ArgParser& args) {
   std::vector<std::string> out;
-  for (const char* name : {"store", "endpoint", "region", "concurrency", "part-size", "memory-budget", "retries"}) {
+  for (const char* name : {"store", "endpoint", "region", "concurrency", "part-size", "retries"}) {
     if (args.has(name)) out.push_back(std::string("--") + name + "=" + args.get(name));
   }
+  // mount's --memory-budget is its frame memory; its save uploads within --upload-budget.
+  if (args.has("upload-budget")) out.push_back("--memory-budget=" + args.get("upload-budget"));
   for (const char* name : {"path-style", "virtual-hosted", "sign-payload"}) {
     if (args.has(name)) out.push_back(std::string("--") + name);
   }

@@ -54,6 +54,7 @@ Result<SaveRecord> read_save_record(const std::string& mountpoint);
 void restore_store_secrets(SaveRecord& record);
 // The store options of a parsed command line (tools/store_options.h), as "--name=value" and
 // "--flag" strings, with $LAZYCACHE_STORE made explicit, each through remote::redact_url().
+// mount's --upload-budget becomes the save's --memory-budget (mount's own is frame memory).
 // Never credentials: those come from the environment and ~/.aws again when the record is used.
 std::vector<std::string> recorded_store_args(const ArgParser& args);
 

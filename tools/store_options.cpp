@@ -20,8 +20,11 @@
 namespace lazycache::cli {
 
 void add_store_options(ArgParser& args, StoreUse use) {
-  args.option("store", "URL", "store: DIR, file:///DIR, s3://BUCKET/PREFIX or http(s)://BASE (default: $LAZYCACHE_STORE, else " +
-                                  default_store_dir() + ")");
+  // The help names both defaults rather than this user's: the man page is generated from it (as
+  // root, at build time) and must be true for every user.
+  args.option("store", "URL",
+              "store: DIR, file:///DIR, s3://BUCKET/PREFIX or http(s)://BASE (default: $LAZYCACHE_STORE, else "
+              "~/.cache/lazycache/store, /var/cache/lazycache/store as root)");
   args.option("endpoint", "URL", "S3 endpoint, e.g. http://127.0.0.1:9000 (default: $AWS_ENDPOINT_URL, else AWS)");
   args.option("region", "REGION", "S3 region (default: $AWS_REGION, the profile's region, else us-east-1)");
   args.flag("path-style", "S3 path-style addressing (default with --endpoint)");
@@ -29,12 +32,18 @@ void add_store_options(ArgParser& args, StoreUse use) {
   args.flag("sign-payload", "sign upload bodies with their SHA-256 instead of UNSIGNED-PAYLOAD");
   args.option("concurrency", "N|auto", "simultaneous requests per transfer", "auto");
   args.option("part-size", "SIZE|auto", "multipart part size (5M..5G)", "auto");
-  // One flag, both budgets of a job (issue 19): what a save uploads with, and what a mount
-  // holds its frames in (and records for its unmount --save).
-  args.option("memory-budget", "SIZE",
-              "memory budget: a save's uploads keep (concurrency + 1) x part size within it; a mount keeps its "
-              "decompressed frames and fetches in flight within it",
-              "256M");
+  // A mount's --memory-budget is its frame memory; what its later unmount --save uploads with is
+  // --upload-budget (issue 18 item 11: one flag described as the other).
+  if (use == StoreUse::kMount) {
+    args.option("memory-budget", "SIZE", "decompressed frames in memory plus fetches and fill in flight", "256M");
+    args.option("upload-budget", "SIZE",
+                "what this mount's unmount --save uploads with: (concurrency + 1) x part size within it", "256M");
+  } else {
+    args.option("memory-budget", "SIZE",
+                "memory budget: uploads keep (concurrency + 1) x part size within it; a restore --extract holds at "
+                "most this much compressed plus decoded data",
+                "256M");
+  }
   if (use == StoreUse::kRead) {
     // Accepted (scripts pass one set of store options to every command) but not offered.
     for (const char* name : {"sign-payload", "concurrency", "part-size", "memory-budget"}) args.hide(name);
@@ -175,13 +184,17 @@ Result<std::string> primary_object_key(const ArgParser& args) {
   return remote::entry_object_key(args.get("scope"), key);
 }
 
-Result<ResolvedEntry> resolve_entry(remote::ObjectStore& store, const ArgParser& args) {
+Result<ResolvedEntry> resolve_entry(remote::ObjectStore& store, const ArgParser& args, EntryUse use) {
   ResolvedEntry entry;
   entry.scope = args.get("scope");
   entry.primary_key = args.get("key");
   if (entry.primary_key.empty()) return Status(ErrorCode::kInvalidArgument, "--key is required");
   entry.restore_prefixes = restore_prefixes_from(args);
   LC_ASSIGN_OR_RETURN(entry.match, remote::resolve_cache_key(store, entry.scope, entry.primary_key, entry.restore_prefixes));
+  // The "last used" time that prune and the local store's bound evict by (best effort: a
+  // read-only store directory must not fail a restore).
+  if (entry.match && use == EntryUse::kUse)
+    ignore_error(store.record_access(entry.match->object.key), "the use time is a hint for pruning");
   return entry;
 }
 

@@ -31,7 +31,9 @@ namespace lazycache::cli {
 // (--sign-payload, --concurrency, --part-size, --memory-budget) from --help: they do nothing
 // there, and are still accepted so that one set of store options works for every command.
 // mount and restore take them (a writable mount records them for `unmount --save`).
-enum class StoreUse { kRead, kWrite };
+// kMount: --memory-budget is the mount's frame memory, and --upload-budget SIZE what its
+// `unmount --save` uploads with (recorded as that save's --memory-budget).
+enum class StoreUse { kRead, kWrite, kMount };
 void add_store_options(ArgParser& args, StoreUse use = StoreUse::kWrite);
 // --key K, --restore-keys PREFIX (repeatable; newline-separated lists are split, as actions/cache
 // passes them), --scope S. `save` has no use for --restore-keys: `with_restore_keys` false.
@@ -65,8 +67,11 @@ struct ResolvedEntry {
 
 // --restore-keys values, split at newlines, blanks dropped.
 std::vector<std::string> restore_prefixes_from(const ArgParser& args);
-// Resolves --key / --restore-keys / --scope. kInvalidArgument without --key.
-Result<ResolvedEntry> resolve_entry(remote::ObjectStore& store, const ArgParser& args);
+// Resolves --key / --restore-keys / --scope. kInvalidArgument without --key. With kUse (restore,
+// mount, reading commands) the matched entry's use is recorded (ObjectStore::record_access) for
+// least-recently-used pruning; `lookup` only looks (kLookOnly).
+enum class EntryUse { kUse, kLookOnly };
+Result<ResolvedEntry> resolve_entry(remote::ObjectStore& store, const ArgParser& args, EntryUse use = EntryUse::kUse);
 // The entry object's name for --key in --scope (what save writes).
 Result<std::string> primary_object_key(const ArgParser& args);
 

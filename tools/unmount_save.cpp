@@ -17,6 +17,7 @@
 #include "fs/local_files.h"
 #include "remote/upload_sink.h"
 #include "tools/incremental_save.h"
+#include "tools/store_entries.h"
 #include "tools/mount_holders.h"
 #include "tools/mount_state.h"
 #include "tools/progress.h"
@@ -107,6 +108,12 @@ Status save_group(const Group& g, SaveOutcome* out) {
   put.concurrency = transfer.concurrency;
   put.part_size_bytes = transfer.part_size_bytes;
 
+  // After a save, the local store's size bound as after `save` (tools/store_entries.h); the base
+  // entry is still mounted here, so it is kept.
+  auto bound = [&] {
+    if (Status s = bound_local_store(args, *store, object_key, std::cerr); !s.ok())
+      std::cerr << "lazycache unmount: warning: " << s.to_string() << "\n";
+  };
   // Mounted from an entry: build on it, compressing only what changed. Anything that stops it
   // falls back to packing the whole merged view (the upload of the attempt is aborted unpublished).
   if (first.pid > 0) {
@@ -115,6 +122,7 @@ Status save_group(const Group& g, SaveOutcome* out) {
       out->stats = inc->stats.pack;
       out->incremental = *inc;
       out->plan = inc->plan;
+      bound();
       return Status();
     }
     if (inc.error().code() == ErrorCode::kAlreadyExists) {
@@ -138,6 +146,7 @@ Status save_group(const Group& g, SaveOutcome* out) {
     return written.error().with_context("saving key " + first.primary_key + " to " + store->describe());
   }
   out->stats = *written;
+  bound();
   return Status();
 }
 

@@ -40,7 +40,8 @@ function bundle(entry, call) {
 
 const outputs = {
   'main.js': bundle('main', "__require('./main').main().catch((e) => __require('./core').setFailed(e && e.stack ? e.stack : String(e)));"),
-  'post.js': bundle('post', "__require('./post').post().catch((e) => __require('./core').warning(`lazycache post step: ${e && e.stack ? e.stack : e}`));"),
+  // The post step of the action and of restore/, and the main step of save/ (src/step.js).
+  'post.js': bundle('step', "__require('./step').run().catch((e) => __require('./core').warning(`lazycache post step: ${e && e.stack ? e.stack : e}`));"),
 };
 
 if (process.argv.includes('--check')) {

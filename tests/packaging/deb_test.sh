@@ -21,5 +21,16 @@ echo "== lintian"
 # whose only consequence is a longer Depends line.
 lintian --fail-on error --no-tag-display-limit "$deb" | tee "$OUT/lintian.txt" || { echo "FAIL: lintian reported errors"; exit 1; }
 echo "lintian: $(grep -c '^E:' "$OUT/lintian.txt" || true) errors, $(grep -c '^W:' "$OUT/lintian.txt" || true) warnings"
+# Hardening (issue 18 item 11): --pedantic must report no hardening-* tag for an optimised build
+# without sanitizers (LC_HARDEN; a sanitizer build is not hardened that way).
+if ! grep -q '^LC_SANITIZE:STRING=.\+' "$BUILD/CMakeCache.txt"; then
+  lintian --pedantic --no-tag-display-limit "$deb" > "$OUT/pedantic.txt" 2>&1 || true
+  ! grep 'hardening-' "$OUT/pedantic.txt" || { echo "FAIL: lintian --pedantic reports hardening tags"; exit 1; }
+  echo "lintian --pedantic: no hardening-* tags"
+fi
+# The maintainer scripts are in the package (tests/packaging/maintainer_scripts_test.sh runs them).
+for script in prerm postrm; do
+  dpkg-deb --ctrl-tarfile "$deb" | tar -t | grep -qx "./$script" || { echo "FAIL: the package has no $script"; exit 1; }
+done
 
 "$SRC/packaging/validate_deb.sh" "$deb"

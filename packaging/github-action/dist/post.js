@@ -8,159 +8,25 @@ function __require(name) {
   if (!__cache[name]) { const module = { exports: {} }; __cache[name] = module; __defs[name](module, module.exports); }
   return __cache[name].exports;
 }
-__defs['./post'] = function (module, exports) {
+__defs['./step'] = function (module, exports) {
 // SPDX-License-Identifier: MIT
-// The action's post step (runs: post-if: always()): unmount what the main step mounted, save the
-// cache under the primary key when it missed or changed, and write the job summary. It runs even
-// when the job failed so that no FUSE mount outlives the job; it saves on a failed job only with
-// save-always. Save problems are warnings, never a failed job (actions/cache's rule).
+// The entry of dist/post.js, shared by the action and its sub-actions (one bundle, not three):
+// the hidden input lazycache-step says which step runs it.
+//   ''        the main action's post step (unmount, save on a miss, summary)
+//   'restore' restore/action.yml's post step: unmount what is still mounted, never save
+//   'save'    save/action.yml's main step
 
 const core = __require('./core');
-const lc = __require('./lazycache');
+const { post } = __require('./post');
+const { save } = __require('./save');
 
-function saveArgs(cli, state) {
-  const args = ['save', ...state.storeArgs, ...state.keyArgs];
-  // upload-chunk-size is a hint: the CLI's part size when it has one and the value is legal (S3's
-  // 5 MiB minimum part).
-  if (state.uploadChunkSize) {
-    if (state.uploadChunkSize >= 5 * 1024 * 1024 && cli.hasOption('save', 'part-size')) {
-      args.push('--part-size', String(state.uploadChunkSize));
-    } else {
-      core.info(`upload-chunk-size ${state.uploadChunkSize} is below S3's 5 MiB part minimum or not supported; using the default`);
-    }
-  }
-  if (cli.hasOption('save', 'json')) args.push('--json');  // bytes uploaded, time
-  return [...args, ...state.paths];
+function run() {
+  const step = core.getInput('lazycache-step');
+  if (step === 'save') return save();
+  return post({ save: step === 'restore' ? 'never' : 'auto' });
 }
 
-// Returns { ok, figures, stdout } for `unmount` of the mounted paths.
-function unmount(cli, state, withSave) {
-  const args = ['unmount'];
-  if (withSave) {
-    args.push('--save');
-    if (cli.hasOption('unmount', 'key')) args.push(...state.storeArgs, ...state.keyArgs);
-  }
-  if (cli.hasOption('unmount', 'json')) args.push('--json');
-  let r = cli.run([...args, ...state.mounted]);
-  if (r.status !== 0 && cli.hasOption('unmount', 'lazy') && !withSave) {
-    core.warning(`unmount failed (exit ${r.status}); detaching lazily so the job can end`);
-    r = cli.run(['unmount', '--lazy', ...state.mounted]);
-  }
-  return { ok: r.status === 0, figures: lc.sumJsonFigures(r.stdout), r };
-}
-
-// Rows from the CLI's figures: `unmount --json` stats for a mount (docs/cli.md: store_bytes is
-// what the job fetched, archive_bytes the entry's size), restore --json's for an extract.
-function figureRows(figures, state) {
-  const rows = [];
-  const entry = figures.archive_bytes || state.entryBytes;
-  const fetched = figures.store_bytes ?? state.fetched;
-  if (entry) rows.push(['Entry size', lc.formatBytes(entry)]);
-  if (fetched !== undefined && fetched !== null) {
-    const share = entry ? ` of ${lc.formatBytes(entry)} (${((100 * fetched) / entry).toFixed(1)}%)` : '';
-    rows.push(['Bytes fetched', `${lc.formatBytes(fetched)}${share}`]);
-  }
-  const frames = ['frames_from_store', 'frames_from_chunk_cache', 'frames_from_memory'].map((k) => figures[k]);
-  if (frames.every((v) => v !== undefined)) {
-    rows.push(['Frames', `${frames[0]} from the store, ${frames[1]} chunk cache, ${frames[2]} memory`]);
-  }
-  if (figures.files_opened !== undefined) rows.push(['Files opened', String(figures.files_opened)]);
-  if (figures.read_errors) rows.push(['Read errors', String(figures.read_errors)]);
-  if (figures.uptime_seconds !== undefined) rows.push(['Mounted for', `${figures.uptime_seconds.toFixed(1)} s`]);
-  return rows;
-}
-
-async function post() {
-  const raw = core.getState('lazycache');
-  if (!raw) {
-    core.info('Nothing to do: the main step did not get as far as restoring.');
-    return;
-  }
-  const state = JSON.parse(raw);
-  const cli = new lc.Cli(state.bin);
-  const jobStatus = (core.getInput('job-status') || 'success').toLowerCase();
-  const exactHit = state.matchedKey !== '' && state.matchedKey === state.key;
-  const jobOk = jobStatus === 'success';
-  const wantSave = !exactHit && (jobOk || state.saveAlways);
-  const rows = [
-    ['Primary key', state.key],
-    ['Matched key', state.matchedKey || '(miss)'],
-    ['Cache hit', exactHit ? 'exact' : state.matchedKey ? 'partial (restore-keys)' : 'miss'],
-    ['Restore', state.mode === 'extract' && state.reason ? `extract (FUSE unusable: ${state.reason})` : state.mode],
-    [state.mode === 'mount' ? 'Mount time' : 'Restore time', `${state.mountMs} ms`
-      + (state.cliMs !== undefined ? ` (lazycache: ${state.cliMs} ms)` : '')],
-  ];
-  let saved = '';
-  let figures = {};
-  const uploadRows = [];
-
-  if (state.mounted.length > 0) {
-    const canSaveOnUnmount = cli.hasOption('unmount', 'save');
-    if (wantSave && canSaveOnUnmount) {
-      const t = Date.now();
-      const u = unmount(cli, state, true);
-      figures = u.figures;
-      saved = u.ok ? `unmount --save (${Date.now() - t} ms)` : 'failed (see log)';
-      if (!u.ok) {
-        core.warning(`unmount --save failed (exit ${u.r.status}); the cache was not saved`);
-        // Whatever went wrong with the save, the mount must not outlive the job.
-        const plain = unmount(cli, state, false);
-        if (!plain.ok) core.warning(`unmount of ${state.mounted.join(', ')} failed too (exit ${plain.r.status})`);
-      }
-    } else {
-      const u = unmount(cli, state, false);
-      figures = u.figures;
-      if (!u.ok) core.warning(`unmount of ${state.mounted.join(', ')} failed (exit ${u.r.status})`);
-      if (wantSave) {
-        // Without `unmount --save` the changes made in a mount cannot be saved (after unmount the
-        // paths are empty mount points: saving them would store nothing).
-        core.notice('This lazycache has no "unmount --save": the mounted paths were unmounted without saving; '
-          + 'changes made inside them are not saved.');
-        saved = 'no (unmount --save not available)';
-      }
-    }
-  }
-  const plainDirs = state.mounted.length === 0;
-  if (!saved && plainDirs && wantSave) {
-    // A miss (nothing mounted, the job filled plain directories), an extract, or lookup-only.
-    const t = Date.now();
-    const r = cli.run(saveArgs(cli, state));
-    if (r.status === 0) {
-      saved = `save (${Date.now() - t} ms)`;
-      const report = lc.jsonLines(r.stdout).pop();
-      if (report && report.saved) {
-        uploadRows.push(['Bytes uploaded', `${lc.formatBytes(report.archive_bytes)} (${report.files} files, `
-          + `${lc.formatBytes(report.file_bytes)}, in ${report.ms} ms)`]);
-      } else if (report) {
-        saved = 'no (the entry exists: entries are immutable)';
-      }
-    } else {
-      saved = `failed (exit ${r.status}, see log)`;
-      core.warning(`Failed to save cache entry with key ${state.key} (exit ${r.status}); the job goes on.`);
-    }
-  }
-  if (!saved) {
-    if (exactHit) {
-      saved = 'no (exact hit)';
-      core.info(`Cache hit occurred on the primary key ${state.key}, not saving cache.`);
-    } else if (!jobOk && !state.saveAlways) {
-      saved = `no (job ${jobStatus}; save-always is off)`;
-      core.info(`Not saving cache: the job status is ${jobStatus} and save-always is not set.`);
-    } else {
-      saved = 'no';
-    }
-  }
-  rows.push(...figureRows(figures, state));
-  rows.push(['Saved', saved], ...uploadRows);
-  core.appendSummaryTable('lazycache', rows);
-  if (figures.store_bytes !== undefined) core.info(`Fetched ${lc.formatBytes(figures.store_bytes)} during the job`);
-}
-
-module.exports = { post };
-
-if (require.main === module) {
-  post().catch((e) => core.warning(`lazycache post step: ${e && e.stack ? e.stack : e}`));
-}
+module.exports = { run };
 };
 __defs['./core'] = function (module, exports) {
 // SPDX-License-Identifier: MIT
@@ -285,6 +151,176 @@ module.exports = {
   fileCommandRecord, parseFileCommands, info, notice, warning, error, setFailed, setSecret,
   appendSummaryTable, escapeData,
 };
+};
+__defs['./post'] = function (module, exports) {
+// SPDX-License-Identifier: MIT
+// The action's post step (runs: post-if: always()): unmount what the main step mounted, save the
+// cache under the primary key when it missed or changed, and write the job summary. It runs even
+// when the job failed so that no FUSE mount outlives the job; it saves on a failed job only with
+// save-always. Save problems are warnings, never a failed job (actions/cache's rule).
+
+const core = __require('./core');
+const lc = __require('./lazycache');
+
+function saveArgs(cli, state) {
+  const args = ['save', ...state.storeArgs, ...state.keyArgs];
+  // upload-chunk-size is a hint: the CLI's part size when it has one and the value is legal (S3's
+  // 5 MiB minimum part).
+  if (state.uploadChunkSize) {
+    if (state.uploadChunkSize >= 5 * 1024 * 1024 && cli.hasOption('save', 'part-size')) {
+      args.push('--part-size', String(state.uploadChunkSize));
+    } else {
+      core.info(`upload-chunk-size ${state.uploadChunkSize} is below S3's 5 MiB part minimum or not supported; using the default`);
+    }
+  }
+  if (cli.hasOption('save', 'json')) args.push('--json');  // bytes uploaded, time
+  return [...args, ...state.paths];
+}
+
+// Returns { ok, figures, stdout } for `unmount` of the mounted paths.
+function unmount(cli, state, withSave) {
+  const args = ['unmount'];
+  if (withSave) {
+    args.push('--save');
+    if (cli.hasOption('unmount', 'key')) args.push(...state.storeArgs, ...state.keyArgs);
+  }
+  if (cli.hasOption('unmount', 'json')) args.push('--json');
+  let r = cli.run([...args, ...state.mounted]);
+  if (r.status !== 0 && cli.hasOption('unmount', 'lazy') && !withSave) {
+    core.warning(`unmount failed (exit ${r.status}); detaching lazily so the job can end`);
+    r = cli.run(['unmount', '--lazy', ...state.mounted]);
+  }
+  return { ok: r.status === 0, figures: lc.sumJsonFigures(r.stdout), r };
+}
+
+// Rows from the CLI's figures: `unmount --json` stats for a mount (docs/cli.md: store_bytes is
+// what the job fetched, archive_bytes the entry's size), restore --json's for an extract.
+function figureRows(figures, state) {
+  const rows = [];
+  const entry = figures.archive_bytes || state.entryBytes;
+  const fetched = figures.store_bytes ?? state.fetched;
+  if (entry) rows.push(['Entry size', lc.formatBytes(entry)]);
+  if (fetched !== undefined && fetched !== null) {
+    const share = entry ? ` of ${lc.formatBytes(entry)} (${((100 * fetched) / entry).toFixed(1)}%)` : '';
+    rows.push(['Bytes fetched', `${lc.formatBytes(fetched)}${share}`]);
+  }
+  const frames = ['frames_from_store', 'frames_from_chunk_cache', 'frames_from_memory'].map((k) => figures[k]);
+  if (frames.every((v) => v !== undefined)) {
+    rows.push(['Frames', `${frames[0]} from the store, ${frames[1]} chunk cache, ${frames[2]} memory`]);
+  }
+  if (figures.files_opened !== undefined) rows.push(['Files opened', String(figures.files_opened)]);
+  if (figures.read_errors) rows.push(['Read errors', String(figures.read_errors)]);
+  if (figures.uptime_seconds !== undefined) rows.push(['Mounted for', `${figures.uptime_seconds.toFixed(1)} s`]);
+  return rows;
+}
+
+// `save`: 'auto' (the main action's post step: save on a miss or a partial hit of a job that
+// succeeded, or with save-always), 'always' (the save sub-action: the user's `if:` decides; an
+// unchanged exact hit is still skipped by the CLI, entries being immutable) or 'never' (the
+// restore sub-action's post step: only unmount what the save step did not). `given`: the state
+// to use instead of the main step's (the save sub-action builds its own).
+async function post({ save = 'auto', given = null } = {}) {
+  const raw = given ? '' : core.getState('lazycache');
+  if (!given && !raw) {
+    core.info('Nothing to do: the main step did not get as far as restoring.');
+    return;
+  }
+  const state = given || JSON.parse(raw);
+  if (save === 'never') {
+    const mountPoints = lc.fuseMountPoints();
+    state.mounted = state.mounted.filter((p) => mountPoints.has(p));
+    if (state.mounted.length === 0) {
+      core.info('Nothing to unmount: no restored path is still mounted (a save step unmounted them).');
+      return;
+    }
+  }
+  const cli = new lc.Cli(state.bin);
+  const jobStatus = (core.getInput('job-status') || 'success').toLowerCase();
+  const exactHit = state.matchedKey !== '' && state.matchedKey === state.key;
+  const jobOk = jobStatus === 'success';
+  const wantSave = save === 'always' || (save === 'auto' && !exactHit && (jobOk || state.saveAlways));
+  // The save step knows no restore: its summary starts with the key.
+  const rows = given ? [['Primary key', state.key]] : [
+    ['Primary key', state.key],
+    ['Matched key', state.matchedKey || '(miss)'],
+    ['Cache hit', exactHit ? 'exact' : state.matchedKey ? 'partial (restore-keys)' : 'miss'],
+    ['Restore', state.mode === 'extract' && state.reason ? `extract (FUSE unusable: ${state.reason})` : state.mode],
+    [state.mode === 'mount' ? 'Mount time' : 'Restore time', `${state.mountMs} ms`
+      + (state.cliMs !== undefined ? ` (lazycache: ${state.cliMs} ms)` : '')],
+  ];
+  let saved = '';
+  let figures = {};
+  const uploadRows = [];
+
+  if (state.mounted.length > 0) {
+    const canSaveOnUnmount = cli.hasOption('unmount', 'save');
+    if (wantSave && canSaveOnUnmount) {
+      const t = Date.now();
+      const u = unmount(cli, state, true);
+      figures = u.figures;
+      saved = u.ok ? `unmount --save (${Date.now() - t} ms)` : 'failed (see log)';
+      if (!u.ok) {
+        core.warning(`unmount --save failed (exit ${u.r.status}); the cache was not saved`);
+        // Whatever went wrong with the save, the mount must not outlive the job.
+        const plain = unmount(cli, state, false);
+        if (!plain.ok) core.warning(`unmount of ${state.mounted.join(', ')} failed too (exit ${plain.r.status})`);
+      }
+    } else {
+      const u = unmount(cli, state, false);
+      figures = u.figures;
+      if (!u.ok) core.warning(`unmount of ${state.mounted.join(', ')} failed (exit ${u.r.status})`);
+      if (wantSave) {
+        // Without `unmount --save` the changes made in a mount cannot be saved (after unmount the
+        // paths are empty mount points: saving them would store nothing).
+        core.notice('This lazycache has no "unmount --save": the mounted paths were unmounted without saving; '
+          + 'changes made inside them are not saved.');
+        saved = 'no (unmount --save not available)';
+      }
+    }
+  }
+  const plainDirs = state.mounted.length === 0;
+  if (!saved && plainDirs && wantSave) {
+    // A miss (nothing mounted, the job filled plain directories), an extract, or lookup-only.
+    const t = Date.now();
+    const r = cli.run(saveArgs(cli, state));
+    if (r.status === 0) {
+      saved = `save (${Date.now() - t} ms)`;
+      const report = lc.jsonLines(r.stdout).pop();
+      if (report && report.saved) {
+        uploadRows.push(['Bytes uploaded', `${lc.formatBytes(report.archive_bytes)} (${report.files} files, `
+          + `${lc.formatBytes(report.file_bytes)}, in ${report.ms} ms)`]);
+      } else if (report) {
+        saved = 'no (the entry exists: entries are immutable)';
+      }
+    } else {
+      saved = `failed (exit ${r.status}, see log)`;
+      core.warning(`Failed to save cache entry with key ${state.key} (exit ${r.status}); the job goes on.`);
+    }
+  }
+  if (!saved) {
+    if (save === 'never') {
+      saved = 'no (restore step; the save step saves)';
+    } else if (exactHit) {
+      saved = 'no (exact hit)';
+      core.info(`Cache hit occurred on the primary key ${state.key}, not saving cache.`);
+    } else if (!jobOk && !state.saveAlways) {
+      saved = `no (job ${jobStatus}; save-always is off)`;
+      core.info(`Not saving cache: the job status is ${jobStatus} and save-always is not set.`);
+    } else {
+      saved = 'no';
+    }
+  }
+  rows.push(...figureRows(figures, state));
+  rows.push(['Saved', saved], ...uploadRows);
+  core.appendSummaryTable('lazycache', rows);
+  if (figures.store_bytes !== undefined) core.info(`Fetched ${lc.formatBytes(figures.store_bytes)} during the job`);
+}
+
+module.exports = { post };
+
+if (require.main === module) {
+  post().catch((e) => core.warning(`lazycache post step: ${e && e.stack ? e.stack : e}`));
+}
 };
 __defs['./lazycache'] = function (module, exports) {
 // SPDX-License-Identifier: MIT
@@ -498,4 +534,163 @@ module.exports = {
   findLazycache, installDeb, run, Cli, parseBytes, jsonLines, sumJsonFigures, formatBytes, fuseMountPoints, quoteArg,
 };
 };
-__require('./post').post().catch((e) => __require('./core').warning(`lazycache post step: ${e && e.stack ? e.stack : e}`));
+__defs['./save'] = function (module, exports) {
+// SPDX-License-Identifier: MIT
+// The save sub-action (packaging/github-action/save, like actions/cache/save): saves `path` under
+// `key`. Paths the restore sub-action mounted are saved by `unmount --save` (and unmounted);
+// plain directories by `save`. It always tries (the workflow's `if:` decides when to save); an
+// entry that exists is skipped, entries being immutable.
+
+const core = __require('./core');
+const { readInputs, storeArgs, keyArgs } = __require('./inputs');
+const lc = __require('./lazycache');
+const { post } = __require('./post');
+
+async function save() {
+  let inputs;
+  try {
+    inputs = readInputs();
+  } catch (e) {
+    core.setFailed(e.message);
+    return;
+  }
+  const bin = lc.findLazycache();
+  if (!bin) {
+    core.warning('lazycache is not installed (run the restore step, or the main action, first): not saving');
+    return;
+  }
+  const mountPoints = lc.fuseMountPoints();
+  const state = {
+    key: inputs.key, paths: inputs.paths, storeArgs: storeArgs(inputs), keyArgs: keyArgs(inputs, { withRestoreKeys: false }),
+    saveAlways: true, uploadChunkSize: inputs.uploadChunkSize, bin, matchedKey: '', mode: 'save', reason: '',
+    mounted: inputs.paths.filter((p) => mountPoints.has(p)), mountMs: 0, fetched: null, ok: true,
+  };
+  await post({ save: 'always', given: state });
+}
+
+module.exports = { save };
+
+if (require.main === module) {
+  save().catch((e) => core.warning(`lazycache save step: ${e && e.stack ? e.stack : e}`));
+}
+};
+__defs['./inputs'] = function (module, exports) {
+// SPDX-License-Identifier: MIT
+// The action's inputs: actions/cache's names and meanings (path, key, restore-keys, lookup-only,
+// fail-on-cache-miss, enableCrossOsArchive, save-always, upload-chunk-size) plus the store
+// settings, validated the way actions/cache validates them, and turned into CLI arguments.
+
+const crypto = require('crypto');
+const os = require('os');
+const path = require('path');
+const core = __require('./core');
+
+const MAX_KEY_LENGTH = 512;  // actions/cache: longer keys are a validation error
+const MAX_KEYS = 10;         // key plus restore-keys
+const MODES = ['auto', 'mount', 'extract'];
+
+function validateKey(key, what) {
+  if (key.length > MAX_KEY_LENGTH) {
+    throw new Error(`${what} cannot be larger than ${MAX_KEY_LENGTH} characters (got ${key.length}): ${key.slice(0, 40)}...`);
+  }
+  if (key.includes(',')) throw new Error(`${what} cannot contain commas: ${key}`);
+}
+
+// "~/x" and relative paths as actions/cache resolves them (home, then the workspace).
+function resolvePath(p, env = process.env) {
+  if (/[*?[\]]/.test(p) || p.startsWith('!')) {
+    throw new Error(`path "${p}": lazycache mounts directories, glob patterns and "!" exclusions are not supported; `
+      + 'list the directories themselves');
+  }
+  let out = p;
+  if (out === '~' || out.startsWith('~/')) out = path.join(env.HOME || os.homedir(), out.slice(1));
+  if (!path.isAbsolute(out)) out = path.join(env.GITHUB_WORKSPACE || process.cwd(), out);
+  return path.normalize(out).replace(/(.)\/+$/, '$1');
+}
+
+// Reads and validates every input. Throws Error with a message that names the input.
+function readInputs(env = process.env) {
+  const key = core.getInput('key', { required: true });
+  const restoreKeys = core.getMultilineInput('restore-keys');
+  validateKey(key, 'Key');
+  for (const k of restoreKeys) validateKey(k, 'Restore key');
+  if (1 + restoreKeys.length > MAX_KEYS) {
+    throw new Error(`Key Validation Error: Keys are limited to a maximum of ${MAX_KEYS} (key plus restore-keys).`);
+  }
+  const rawPaths = core.getMultilineInput('path', { required: true });
+  const paths = rawPaths.map((p) => resolvePath(p, env));
+  const mode = (core.getInput('mode') || 'auto').toLowerCase();
+  if (!MODES.includes(mode)) throw new Error(`mode must be one of ${MODES.join(', ')}, not "${mode}"`);
+  const uploadChunkSize = core.getInput('upload-chunk-size');
+  if (uploadChunkSize && !/^\d+$/.test(uploadChunkSize)) {
+    throw new Error(`upload-chunk-size must be a number of bytes, not "${uploadChunkSize}"`);
+  }
+  return {
+    key,
+    restoreKeys,
+    paths,
+    version: pathsVersion(rawPaths),
+    lookupOnly: core.getBooleanInput('lookup-only'),
+    failOnCacheMiss: core.getBooleanInput('fail-on-cache-miss'),
+    enableCrossOsArchive: core.getBooleanInput('enableCrossOsArchive'),
+    saveAlways: core.getBooleanInput('save-always'),
+    uploadChunkSize: uploadChunkSize ? Number(uploadChunkSize) : 0,
+    mode,
+    store: core.getInput('store'),
+    bucket: core.getInput('bucket'),
+    prefix: core.getInput('prefix'),
+    endpoint: core.getInput('endpoint'),
+    region: core.getInput('region'),
+    scope: core.getInput('scope'),
+    deb: core.getInput('deb'),
+  };
+}
+
+// The store URL the inputs name: `store` wins, else s3://bucket/prefix, else "" (the CLI then
+// uses LAZYCACHE_STORE, /etc/lazycache/config or its local default).
+function storeUrl(inputs) {
+  if (inputs.store) return inputs.store;
+  if (!inputs.bucket) return '';
+  const prefix = inputs.prefix.replace(/^\/+|\/+$/g, '');
+  return `s3://${inputs.bucket}${prefix ? `/${prefix}` : ''}`;
+}
+
+// --store/--endpoint/--region: the options every store-facing command shares.
+function storeArgs(inputs) {
+  const args = [];
+  const url = storeUrl(inputs);
+  if (url) args.push('--store', url);
+  if (inputs.endpoint) args.push('--endpoint', inputs.endpoint);
+  if (inputs.region) args.push('--region', inputs.region);
+  return args;
+}
+
+// The entry's version, as actions/cache computes its cache version: the `path` lines as written
+// and the compression, so that a key reused for other paths (or another format) misses instead
+// of mounting another job's tree. 16 hex digits of SHA-256.
+function pathsVersion(rawPaths) {
+  return crypto.createHash('sha256').update(['lazycache-paths-v1', ...rawPaths, 'zstd-seekable'].join('\n'))
+    .digest('hex').slice(0, 16);
+}
+
+// The CLI's --scope: the `scope` input plus the version ("org/repo/paths-3f2a9c0d1e2f3a4b"; a
+// scope is one segment of the object name however many '/' it has, docs/stores.md). Keys and
+// restore-keys prefixes then only ever match entries saved for the same paths.
+function entryScope(inputs) {
+  const version = `paths-${inputs.version}`;
+  return inputs.scope ? `${inputs.scope}/${version}` : version;
+}
+
+// --key/--restore-keys/--scope.
+function keyArgs(inputs, { withRestoreKeys = true } = {}) {
+  const args = ['--key', inputs.key];
+  if (withRestoreKeys) for (const k of inputs.restoreKeys) args.push('--restore-keys', k);
+  args.push('--scope', entryScope(inputs));
+  return args;
+}
+
+module.exports = {
+  readInputs, storeUrl, storeArgs, keyArgs, resolvePath, validateKey, pathsVersion, entryScope, MAX_KEY_LENGTH,
+};
+};
+__require('./step').run().catch((e) => __require('./core').warning(`lazycache post step: ${e && e.stack ? e.stack : e}`));

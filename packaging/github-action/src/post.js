@@ -60,19 +60,33 @@ function figureRows(figures, state) {
   return rows;
 }
 
-async function post() {
-  const raw = core.getState('lazycache');
-  if (!raw) {
+// `save`: 'auto' (the main action's post step: save on a miss or a partial hit of a job that
+// succeeded, or with save-always), 'always' (the save sub-action: the user's `if:` decides; an
+// unchanged exact hit is still skipped by the CLI, entries being immutable) or 'never' (the
+// restore sub-action's post step: only unmount what the save step did not). `given`: the state
+// to use instead of the main step's (the save sub-action builds its own).
+async function post({ save = 'auto', given = null } = {}) {
+  const raw = given ? '' : core.getState('lazycache');
+  if (!given && !raw) {
     core.info('Nothing to do: the main step did not get as far as restoring.');
     return;
   }
-  const state = JSON.parse(raw);
+  const state = given || JSON.parse(raw);
+  if (save === 'never') {
+    const mountPoints = lc.fuseMountPoints();
+    state.mounted = state.mounted.filter((p) => mountPoints.has(p));
+    if (state.mounted.length === 0) {
+      core.info('Nothing to unmount: no restored path is still mounted (a save step unmounted them).');
+      return;
+    }
+  }
   const cli = new lc.Cli(state.bin);
   const jobStatus = (core.getInput('job-status') || 'success').toLowerCase();
   const exactHit = state.matchedKey !== '' && state.matchedKey === state.key;
   const jobOk = jobStatus === 'success';
-  const wantSave = !exactHit && (jobOk || state.saveAlways);
-  const rows = [
+  const wantSave = save === 'always' || (save === 'auto' && !exactHit && (jobOk || state.saveAlways));
+  // The save step knows no restore: its summary starts with the key.
+  const rows = given ? [['Primary key', state.key]] : [
     ['Primary key', state.key],
     ['Matched key', state.matchedKey || '(miss)'],
     ['Cache hit', exactHit ? 'exact' : state.matchedKey ? 'partial (restore-keys)' : 'miss'],
@@ -130,7 +144,9 @@ async function post() {
     }
   }
   if (!saved) {
-    if (exactHit) {
+    if (save === 'never') {
+      saved = 'no (restore step; the save step saves)';
+    } else if (exactHit) {
       saved = 'no (exact hit)';
       core.info(`Cache hit occurred on the primary key ${state.key}, not saving cache.`);
     } else if (!jobOk && !state.saveAlways) {

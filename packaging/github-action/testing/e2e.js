@@ -18,6 +18,7 @@ const path = require('path');
 const { spawnSync } = require('child_process');
 const { RunnerEnv } = require('./runner_env');
 const lc = require('../src/lazycache');
+const { pathsVersion } = require('../src/inputs');
 
 const [lazycache, envFile] = process.argv.slice(2);
 if (!lazycache || !envFile) {
@@ -73,8 +74,36 @@ function job(inputs, { before = () => {}, work = () => {}, jobStatus = 'success'
   };
 }
 
+// A job with the sub-actions (restore/action.yml, then the job's steps, then save/action.yml
+// unless `saveStep` is false, then restore's post step), as actions/cache/restore + save users
+// split it. The sub-actions run the same bundles with the hidden input lazycache-step.
+function splitJob(inputs, { work = () => {}, saveStep = true } = {}) {
+  const runner = new RunnerEnv({ workspace: WORKSPACE });
+  envs.push(runner);
+  fs.rmSync(path.join(WORKSPACE, 'deps'), { recursive: true, force: true });
+  const base = { ...baseEnv, LAZYCACHE_CACHE_DIR: path.join(runner.dir, 'chunks') };
+  const all = { path: 'deps', ...storeInputs, ...inputs };
+  const restore = step('main.js', runner.env({ ...all, 'lazycache-step': 'restore' }, base));
+  const outputs = runner.outputs();
+  const deps = path.join(runner.workspace, 'deps');
+  const mountedAfterRestore = lc.fuseMountPoints().has(deps);
+  lastJob = { main: restore };
+  work(deps, mountedAfterRestore);
+  const save = saveStep ? step('post.js', runner.env({ ...all, 'lazycache-step': 'save' }, base)) : null;
+  const mountedAfterSave = lc.fuseMountPoints().has(deps);
+  const restorePost = step('post.js', runner.postEnv({ ...all, 'lazycache-step': 'restore' }, base));
+  lastJob.post = { log: `${save ? save.log : '(no save step)'}\n--- restore post:\n${restorePost.log}` };
+  return {
+    restore, save, restorePost, outputs, deps, mountedAfterRestore, mountedAfterSave,
+    mountedAfterPost: lc.fuseMountPoints().has(deps), summary: runner.summary(),
+  };
+}
+
+// The scope the action gives entries of `path: deps` (path identity, src/inputs.js).
+const DEPS_SCOPE = `paths-${pathsVersion(['deps'])}`;
+
 function lookup(key) {
-  const r = spawnSync(lazycache, ['lookup', ...storeArgs, '--key', key], { env: { ...baseEnv, GITHUB_OUTPUT: '' }, encoding: 'utf8' });
+  const r = spawnSync(lazycache, ['lookup', ...storeArgs, '--scope', DEPS_SCOPE, '--key', key], { env: { ...baseEnv, GITHUB_OUTPUT: '' }, encoding: 'utf8' });
   assert.strictEqual(r.status, 0, r.stderr);
   return /cache-hit=true/.test(r.stdout);
 }
@@ -190,7 +219,7 @@ scenario('an entry restore cannot place (saved for other paths) is a miss, not c
   const K5 = `${P}-two-roots`;
   const src = fs.mkdtempSync(path.join(require('os').tmpdir(), 'lc-e2e-src-'));
   for (const d of ['a', 'b']) fill(path.join(src, d));
-  const saved = spawnSync(lazycache, ['save', ...storeArgs, '--key', K5, path.join(src, 'a'), path.join(src, 'b')],
+  const saved = spawnSync(lazycache, ['save', ...storeArgs, '--scope', DEPS_SCOPE, '--key', K5, path.join(src, 'a'), path.join(src, 'b')],
     { env: { ...baseEnv, GITHUB_OUTPUT: '' }, encoding: 'utf8' });
   fs.rmSync(src, { recursive: true, force: true });
   assert.strictEqual(saved.status, 0, saved.stderr);
@@ -214,6 +243,68 @@ scenario('a mount that fails reports no cache-hit and leaves the directory as it
   assert.strictEqual(j.outputs['cache-hit'], undefined, 'cache-hit is not set when the mount failed');
   assert.strictEqual(j.outputs['cache-matched-key'], '');
   assert.match(j.main.log, /::warning::lazycache (restore|mount) failed/);
+});
+
+scenario('path identity: the same key for other paths is a miss, not the other job\'s tree', () => {
+  // K1 was saved for `path: deps`; a job caching `path: other` under K1 must not get deps' files.
+  const runner = new RunnerEnv({ workspace: WORKSPACE });
+  envs.push(runner);
+  const base = { ...baseEnv, LAZYCACHE_CACHE_DIR: path.join(runner.dir, 'chunks') };
+  const other = path.join(WORKSPACE, 'other');
+  fs.rmSync(other, { recursive: true, force: true });
+  const main = step('main.js', runner.env({ ...storeInputs, key: K1, path: 'other' }, base));
+  lastJob = { main };
+  const outputs = runner.outputs();
+  const mounted = lc.fuseMountPoints().has(other);
+  const post = step('post.js', runner.postEnv({ ...storeInputs, key: K1, path: 'other', 'job-status': 'success' }, base));
+  lastJob.post = post;
+  assert.strictEqual(main.status, 0, main.log);
+  assert.ok(!mounted, 'nothing mounted at the other path');
+  assert.strictEqual(outputs['cache-hit'], undefined, 'a miss');
+  assert.strictEqual(outputs['cache-matched-key'], '');
+  assert.ok(!fs.existsSync(path.join(other, 'pkg')), 'deps\' files are not under the other path');
+  fs.rmSync(other, { recursive: true, force: true });
+});
+
+const KS = `${P}-split`;
+
+scenario('sub-actions: restore misses, the job fills, save saves, restore post has nothing to do', () => {
+  const j = splitJob({ key: KS }, { work: (d, mounted) => { assert.ok(!mounted); fill(d); } });
+  assert.strictEqual(j.restore.status, 0, j.restore.log);
+  assert.strictEqual(j.outputs['cache-hit'], undefined);
+  assert.strictEqual(j.outputs['cache-primary-key'], KS);
+  assert.strictEqual(j.save.status, 0, j.save.log);
+  assert.match(j.save.log, /\[command\]\S+ save /);
+  assert.match(j.restorePost.log, /Nothing to unmount/);
+  assert.ok(lookup(KS), 'the save step saved the entry');
+  assert.match(j.summary, /\| Saved \| save \(\d+ ms\) \|/);
+});
+
+scenario('sub-actions: restore mounts, save unmounts (nothing changed: not saved again)', () => {
+  const j = splitJob({ key: KS }, { work: (d, mounted) => { assert.ok(mounted, 'the restore step mounted'); checkContents(d); } });
+  assert.strictEqual(j.restore.status, 0, j.restore.log);
+  assert.strictEqual(j.outputs['cache-hit'], 'true');
+  assert.strictEqual(j.outputs['restore-mode'], 'mount');
+  assert.strictEqual(j.save.status, 0, j.save.log);
+  assert.match(j.save.log, /\[command\]\S+ unmount --save /);
+  assert.match(j.save.log, /nothing changed/);
+  assert.ok(!j.mountedAfterSave, 'the save step unmounted');
+  assert.match(j.restorePost.log, /Nothing to unmount/);
+});
+
+scenario('sub-actions: restore without a save step: its post step unmounts, saves nothing', () => {
+  const j = splitJob({ key: KS }, { saveStep: false, work: (d, mounted) => assert.ok(mounted) });
+  assert.strictEqual(j.restorePost.status, 0, j.restorePost.log);
+  assert.ok(!j.mountedAfterPost, 'restore post unmounted');
+  assert.doesNotMatch(j.restorePost.log, /\[command\]\S+ (save|unmount --save) /);
+  assert.match(j.summary, /\| Saved \| no \(restore step; the save step saves\) \|/);
+});
+
+scenario('sub-actions: restore with lookup-only mounts nothing', () => {
+  const j = splitJob({ key: KS, 'lookup-only': 'true' }, { saveStep: false, work: (d, mounted) => assert.ok(mounted === false) });
+  assert.strictEqual(j.outputs['cache-hit'], 'true');
+  assert.strictEqual(j.outputs['restore-mode'], 'lookup');
+  assert.match(j.restorePost.log, /Nothing to unmount/);
 });
 
 let failed = 0;
