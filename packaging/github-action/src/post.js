@@ -7,6 +7,7 @@
 
 const core = require('./core');
 const lc = require('./lazycache');
+const { discardTrace, traceEnv } = require('./trace');
 
 function saveArgs(cli, state) {
   const args = ['save', ...state.storeArgs, ...state.keyArgs];
@@ -114,7 +115,7 @@ async function post() {
   if (!saved && plainDirs && wantSave) {
     // A miss (nothing mounted, the job filled plain directories), an extract, or lookup-only.
     const t = Date.now();
-    const r = cli.run(saveArgs(cli, state));
+    const r = cli.run(saveArgs(cli, state), traceEnv(state));  // it takes the trace over
     if (r.status === 0) {
       saved = `save (${Date.now() - t} ms)`;
       const report = lc.jsonLines(r.stdout).pop();
@@ -129,6 +130,7 @@ async function post() {
       core.warning(`Failed to save cache entry with key ${state.key} (exit ${r.status}); the job goes on.`);
     }
   }
+  if (!saved) discardTrace(cli, state);
   if (!saved) {
     if (exactHit) {
       saved = 'no (exact hit)';
