@@ -61,6 +61,8 @@ std::string joined(const std::vector<std::string>& paths) {
     for (const auto& p : tracer.paths()) info.paths.push_back(p.shown);
   }
   info.stopped = true;
+  info.events = tracer.events();
+  info.events_in_paths = tracer.events_in_paths();
   ignore_error(write_run_file(info.info_file(), info.to_text()), "stop_trace() reports a tracer that ended without it");
   give_to_sudo_user(info.info_file());
   ::_exit(s.ok() ? 0 : 1);
@@ -144,7 +146,8 @@ int trace_stop(const std::vector<std::string>& paths, bool discard) {
       std::cout << "stopped tracer " << t.pid << " of " << joined(t.paths) << " and discarded its list\n";
     } else {
       std::cout << "stopped tracer " << t.pid << " of " << joined(t.paths) << ": " << read_trace_list(t).size()
-                << " files read, in " << t.list_file() << "\n";
+                << " files read, in " << t.list_file() << " (" << t.events << " events, " << t.events_in_paths
+                << " under the traced paths)\n";
     }
   }
   return code;

@@ -95,6 +95,7 @@ void FanotifyTracer::record(int event_fd, uint64_t mask) {
   if (path.find('\n') != std::string_view::npos) return;  // the list is one path per line
   for (const TracedPath& tp : paths_) {
     if (!path.starts_with(tp.real) || (path.size() > tp.real.size() && path[tp.real.size()] != '/' && tp.real != "/")) continue;
+    ++in_paths_;
     FileEvent e{(mask & FAN_OPEN) != 0, (mask & FAN_CLOSE_WRITE) != 0, (mask & FAN_CLOSE_NOWRITE) != 0};
     const std::string rest(path.substr(tp.real == "/" ? 0 : tp.real.size()));
     order_.note(tp.shown == "/" ? rest : tp.shown + rest, e);
@@ -112,6 +113,7 @@ void FanotifyTracer::drain() {
       if (m->vers != FANOTIFY_METADATA_VERSION) return;
       if (m->mask & FAN_Q_OVERFLOW) ++overflows_;
       if (m->fd < 0) continue;
+      ++events_;
       bool ignored = false;
       for (pid_t p : ignored_) ignored = ignored || m->pid == p;
       if (!ignored) record(m->fd, m->mask);

@@ -49,6 +49,9 @@ class FanotifyTracer {
   Status serve(const std::string& list_file, int stop_fd);
 
   const std::vector<TracedPath>& paths() const { return paths_; }
+  // Events read (the tracer's cost) and those under the traced paths, so far.
+  uint64_t events() const { return events_; }
+  uint64_t events_in_paths() const { return in_paths_; }
 
  private:
   void drain();
@@ -60,6 +63,7 @@ class FanotifyTracer {
   std::vector<pid_t> ignored_;
   TraceOrder order_;
   uint64_t overflows_ = 0;
+  uint64_t events_ = 0, in_paths_ = 0;
 };
 
 }  // namespace lazycache::cli

@@ -41,6 +41,7 @@ void give_to_sudo_user(const std::string& path) {
 std::string TraceInfo::to_text() const {
   std::string s = "pid=" + std::to_string(pid) + "\nstart=" + std::to_string(start_ticks) + "\nstate=" + (stopped ? "stopped" : "running") + "\n";
   for (const auto& p : paths) s += "path=" + p + "\n";
+  if (stopped) s += "events=" + std::to_string(events) + "\nevents_in_paths=" + std::to_string(events_in_paths) + "\n";
   return s;
 }
 
@@ -52,10 +53,15 @@ Result<TraceInfo> TraceInfo::parse(const std::string& text) {
     const size_t eq = line.find('=');
     if (eq == std::string::npos) continue;
     const std::string k = line.substr(0, eq), v = line.substr(eq + 1);
+    const bool number = k != "state" && k != "path";
+    if (number && (v.empty() || v.size() > 18 || v.find_first_not_of("0123456789") != std::string::npos))
+      return Status(ErrorCode::kCorrupt, "trace state: " + k + " is not a number");
     if (k == "pid") t.pid = static_cast<pid_t>(std::stol(v));
     if (k == "start") t.start_ticks = std::stoull(v);
     if (k == "state") t.stopped = v == "stopped";
     if (k == "path") t.paths.push_back(v);
+    if (k == "events") t.events = std::stoull(v);
+    if (k == "events_in_paths") t.events_in_paths = std::stoull(v);
   }
   if (t.pid <= 0 || t.paths.empty()) return Status(ErrorCode::kCorrupt, "trace state without pid or path");
   return t;
@@ -67,11 +73,7 @@ std::vector<TraceInfo> list_traces() {
     if (name.rfind("trace-", 0) != 0 || name.size() < 11 || name.compare(name.size() - 5, 5, ".info") != 0) continue;
     auto text = fs::read_whole_file(run_dir() + "/" + name, 1 << 20);
     if (!text.ok()) continue;
-    try {
-      if (auto t = TraceInfo::parse(*text); t.ok()) out.push_back(*t);
-    } catch (const std::exception&) {
-      // a number that does not parse: not a file of ours
-    }
+    if (auto t = TraceInfo::parse(*text); t.ok()) out.push_back(*t);
   }
   return out;
 }
@@ -111,6 +113,7 @@ Status stop_trace(TraceInfo& t) {
   auto text = fs::read_whole_file(t.info_file(), 1 << 20);
   if (!text.ok() || text->find("\nstate=stopped\n") == std::string::npos)
     return Status(ErrorCode::kIo, "tracer " + std::to_string(t.pid) + " of " + t.paths.front() + " ended without writing its list (killed?)");
+  if (auto now = TraceInfo::parse(*text); now.ok()) t = *now;
   t.stopped = true;
   return Status();
 }

@@ -4,6 +4,7 @@
 // Each tracer (tools/fanotify_tracer.h) owns RUN_DIR/trace-<pid>.info:
 //   pid=<pid>  start=<process start time>  state=running|stopped
 //   path=<abs path>            (one line per traced path, as the user named it)
+//   events=<n>  events_in_paths=<n>   (once stopped: the events it read, and those under the paths)
 // written by `trace start` before it returns and again by the tracer when it stops;
 // RUN_DIR/trace-<pid>.list: the files the job read under those paths, absolute, first read
 // first, written when the tracer stops (or is asked with SIGUSR1); RUN_DIR/trace-<pid>.stop, a
@@ -29,6 +30,7 @@ struct TraceInfo {
   uint64_t start_ticks = 0;
   bool stopped = false;
   std::vector<std::string> paths;
+  uint64_t events = 0, events_in_paths = 0;  // what the tracer read (when stopped)
 
   std::string info_file() const;
   std::string list_file() const;
