@@ -8,7 +8,8 @@
 #   elsewhere a trace of an empty directory on the same file system (every open still reaches
 #            the tracer, which drops it after resolving its path: what a job pays for the opens
 #            of its compiler and tools outside the cached paths).
-# Prints one line per way: seconds, opens per second, and the tracer's list length.
+# Prints one line per way: seconds, opens per second, the events the tracer read (its cost: one
+# kernel-opened descriptor and a readlink each) and its list length.
 set -euo pipefail
 LC=$1 TREE=${2:-${LC_BENCH_FIXTURES:-/work/bench-fixtures}/node/node_modules} PASSES=${3:-5}
 W=$(mktemp -d /tmp/lc-trace-cost.XXXXXX)
@@ -29,12 +30,13 @@ for way in none traced elsewhere; do
   t0=$(date +%s.%N)
   job
   t1=$(date +%s.%N)
-  listed=0
+  listed=0 events=0
   if [ "$way" != none ]; then
     out=$("$LC" trace stop "$W/tree" "$W/empty")
     listed=$(sed -n 's/.*: \([0-9]*\) files read.*/\1/p' <<<"$out")
+    events=$(sed -n 's/.*(\([0-9]*\) events.*/\1/p' <<<"$out")
     "$LC" trace stop --discard "$W/tree" "$W/empty" > /dev/null 2>&1 || true
   fi
-  awk -v w="$way" -v a="$t0" -v b="$t1" -v n="$n" -v p="$PASSES" -v l="$listed" -v load="$(cut -d' ' -f1 /proc/loadavg)" \
-    'BEGIN { printf "%-9s %6.2f s  %8.0f opens/s  %6d files listed  (%d files x %d passes, load1 %s)\n", w, b - a, n * p / (b - a), l, n, p, load }'
+  awk -v w="$way" -v a="$t0" -v b="$t1" -v n="$n" -v p="$PASSES" -v l="$listed" -v ev="$events" -v load="$(cut -d' ' -f1 /proc/loadavg)" \
+    'BEGIN { printf "%-9s %6.2f s  %8.0f opens/s  %6d events  %6d files listed  (%d files x %d passes, load1 %s)\n", w, b - a, n * p / (b - a), ev, l, n, p, load }'
 done
