@@ -158,7 +158,8 @@ async function main() {
     if (report.entry_bytes) state.entryBytes = report.entry_bytes;
     state.cliMs = report.ms;
   }
-  if (!state.matchedKey && state.mode !== 'lookup' && state.mounted.length === 0) startTrace(cli, state);
+  // The post step will `save` plain directories (a miss, or a restore-keys hit extracted): trace.
+  if (state.matchedKey !== inputs.key && state.mode !== 'lookup' && state.mounted.length === 0) startTrace(cli, state);
   state.ok = true;
   core.saveState('lazycache', JSON.stringify(state));
 
@@ -623,7 +624,7 @@ module.exports = {
 };
 __defs['./trace'] = function (module, exports) {
 // SPDX-License-Identifier: MIT
-// On a miss the job fills plain directories: the main step starts `lazycache trace start PATH...`
+// On a miss (or a restore-keys hit extracted) the job works on plain directories: the main step starts `lazycache trace start PATH...`
 // so that the post step's `save` lays out the files the job read first, as the learned layout of
 // a mount (docs/writable.md, "Learned layout from a traced job"). fanotify needs root: as another
 // user the tracer is started through `sudo -n` (hosted runners allow it) and gives its files to
@@ -641,7 +642,7 @@ function traceEnv(state) {
   return state.traceRunDir ? { env: { ...process.env, LAZYCACHE_RUN_DIR: state.traceRunDir } } : undefined;
 }
 
-// Main step, on a miss with the paths left as plain directories.
+// Main step, when the post step will save the paths as plain directories.
 function startTrace(cli, state) {
   if (!cli.has('trace')) return;
   const runDir = path.join(process.env.RUNNER_TEMP || os.tmpdir(), 'lazycache-trace');

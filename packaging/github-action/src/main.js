@@ -148,7 +148,8 @@ async function main() {
     if (report.entry_bytes) state.entryBytes = report.entry_bytes;
     state.cliMs = report.ms;
   }
-  if (!state.matchedKey && state.mode !== 'lookup' && state.mounted.length === 0) startTrace(cli, state);
+  // The post step will `save` plain directories (a miss, or a restore-keys hit extracted): trace.
+  if (state.matchedKey !== inputs.key && state.mode !== 'lookup' && state.mounted.length === 0) startTrace(cli, state);
   state.ok = true;
   core.saveState('lazycache', JSON.stringify(state));
 

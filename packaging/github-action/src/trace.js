@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// On a miss the job fills plain directories: the main step starts `lazycache trace start PATH...`
+// On a miss (or a restore-keys hit extracted) the job works on plain directories: the main step starts `lazycache trace start PATH...`
 // so that the post step's `save` lays out the files the job read first, as the learned layout of
 // a mount (docs/writable.md, "Learned layout from a traced job"). fanotify needs root: as another
 // user the tracer is started through `sudo -n` (hosted runners allow it) and gives its files to
@@ -18,7 +18,7 @@ function traceEnv(state) {
   return state.traceRunDir ? { env: { ...process.env, LAZYCACHE_RUN_DIR: state.traceRunDir } } : undefined;
 }
 
-// Main step, on a miss with the paths left as plain directories.
+// Main step, when the post step will save the paths as plain directories.
 function startTrace(cli, state) {
   if (!cli.has('trace')) return;
   const runDir = path.join(process.env.RUNNER_TEMP || os.tmpdir(), 'lazycache-trace');
