@@ -421,12 +421,12 @@ run_transfer_scenarios() {
 # second run (lc_learned): mount, job, unmount; the goal is its time and bytes.
 lc_traced_job() {
   local fx=$1 prof=$2 scen JOBX jbytes T=${TREE[$1]} abytes tree_file_bytes
+  JOBP=$W/job-$fx JOBD=$W/job-$fx/$(basename "$T")
   case $fx in
     node) scen=job_traced JOBX=$JOB_CMD jbytes=$(cd "$T" && xargs -a "$JOB_LIST" -d '\n' stat -c %s | awk '{ s += $1 } END { print s }') ;;
-    large) scen=job_large_traced JOBX=$JOB_LARGE_CMD jbytes=$(job_share "$JOB_LARGE_CMD") ;;
+    large) scen=job_large_traced JOBX=$JOB_LARGE_CMD; eval "$PREP_ALONE" >>"$LOG" 2>&1; jbytes=$(job_share "$JOB_LARGE_CMD") ;;
     *) return 0 ;;
   esac
-  JOBP=$W/job-$fx JOBD=$W/job-$fx/$(basename "$T")
   abytes=$(stat -c %s "$W/$fx.job.tar.zst")
   tree_file_bytes=$(find "$T" -type f -printf '%s\n' | awk '{ s += $1 } END { print s + 0 }')
   lc_store
