@@ -312,7 +312,7 @@ for prof in $PROFILES; do
   say "link profile $prof: store at $E through lc-link-proxy"
   for fx in $FIXTURES; do
     if [ "$fx" = large ] && [[ " $LARGE_PROFILES " != *" $prof "* ]]; then say "large fixture: not on $prof (LC_BENCH_LARGE_PROFILES)"; continue; fi
-    if [ "$fx" = random ]; then run_transfer_scenarios "$fx" "$prof"; else run_link_scenarios "$fx" "$prof"; fi
+    if [ "$fx" = random ]; then run_transfer_scenarios "$fx" "$prof"; else run_link_scenarios "$fx" "$prof"; lc_traced_job "$fx" "$prof"; fi
   done
   stop_proxy
 done

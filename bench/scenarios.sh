@@ -414,3 +414,31 @@ run_transfer_scenarios() {
   value_row bytes "$fx" "$prof" "archive of the payload (tar | zstd -3)" "$(mib "$abytes")" MiB "stat -c %s"
   rm -rf "$JOBD"
 }
+
+# lc_traced_job FX PROF (issue 17 item 6): the first run of a job on an entry saved from a plain
+# directory after a traced job: the miss of a new key line. Untimed: the local tree, `lazycache
+# trace start`, the job, `save` (which takes the trace as the hot list). Timed as the learned
+# second run (lc_learned): mount, job, unmount; the goal is its time and bytes.
+lc_traced_job() {
+  local fx=$1 prof=$2 scen JOBX jbytes T=${TREE[$1]} abytes tree_file_bytes
+  JOBP=$W/job-$fx JOBD=$W/job-$fx/$(basename "$T")
+  case $fx in
+    node) scen=job_traced JOBX=$JOB_CMD jbytes=$(cd "$T" && xargs -a "$JOB_LIST" -d '\n' stat -c %s | awk '{ s += $1 } END { print s }') ;;
+    large) scen=job_large_traced JOBX=$JOB_LARGE_CMD; eval "$PREP_ALONE" >>"$LOG" 2>&1; jbytes=$(job_share "$JOB_LARGE_CMD") ;;
+    *) return 0 ;;
+  esac
+  abytes=$(stat -c %s "$W/$fx.job.tar.zst")
+  tree_file_bytes=$(find "$T" -type f -printf '%s\n' | awk '{ s += $1 } END { print s + 0 }')
+  lc_store
+  say "partial job, first run after a traced save ($scen, $fx, $prof)"
+  if ! lc_has trace || ! lc_has mount; then
+    not_measured "$scen" "$fx" "$prof" "lazycache mount, job, unmount (first run after a traced save)" "$(lc_why trace)"
+    return 0
+  fi
+  local SAVE_TRACED='next_seq; '"$PREP_ALONE"'"$LC" trace start "$JOBD" >>"$LOG" 2>&1 && '"$JOBX"' && "$LC" save "${LC_STORE_OPTS[@]}" --key "traced-$fx-$prof-$SEQ" "$JOBD" >>"$LOG" 2>&1; '"$PREP_COLD_MOUNT"'; B0=$(fetched_bytes)'
+  measure "$scen" "$fx" "$prof" "lazycache mount, job, unmount (first run after a traced save)" "$SAVE_TRACED" \
+    '"$LC" mount "${LC_STORE_OPTS[@]}" --key "traced-$fx-$prof-$SEQ" "$JOBD" && '"$JOBX"' && lc_unmount "$JOBD"' \
+    'note_add fetched_bytes $(( $(fetched_bytes) - B0 )); note_add job_file_bytes '"$jbytes"'; note_add archive_bytes '"$abytes"'; note_add tree_file_bytes '"$tree_file_bytes"'; note_lc_figures'
+  lc_unmount "$JOBD"
+  rm -rf "$JOBD"
+}

@@ -15,6 +15,7 @@
 #include "tools/progress.h"
 #include "tools/store_entries.h"
 #include "tools/store_options.h"
+#include "tools/trace_state.h"
 
 namespace lazycache::cli {
 namespace {
@@ -36,6 +37,7 @@ int run_save(ArgParser& args) {
   args.flag("json", "print one JSON object (docs/cli.md) instead of the summary line");
   args.flag("quiet", "no progress and no summary (errors still go to stderr)");
   args.alias("-q", "quiet");
+  args.flag("no-trace", "ignore a `lazycache trace` of PATHs (by default it is stopped and the files the job read go first)");
   int code = 0;
   if (!args.parse(code)) return code;
   const bool json = args.has("json");
@@ -52,6 +54,22 @@ int run_save(ArgParser& args) {
   if (Status s = check_upload_part_size(*transfer); !s.ok()) return report_error("save", s);
   if (auto bound = local_store_max_bytes(); !bound.ok()) return report_error("save", bound.error());
 
+  std::vector<format::PackRoot> roots;
+  std::vector<std::string> abs_paths;
+  // The naming rule of every cache command (mount, restore and unmount resolve PATHs the same
+  // way): a member is named by its absolute path, whatever the current directory.
+  for (const auto& p : args.positionals()) {
+    abs_paths.push_back(absolute_path(p));
+    roots.push_back(format::PackRoot{abs_paths.back()});
+  }
+  format::PackConfig pack;
+  // A traced job (a cache miss): what it read goes first, as after a mount (tools/trace_state.h).
+  std::vector<TraceInfo> traces;
+  if (!args.has("no-trace")) pack.hot_paths = hot_list_from_traces("save", abs_paths, &traces);
+  auto forget_traces = [&traces] {  // once the entry exists; a failed save keeps them for a retry
+    for (const TraceInfo& t : traces) remove_trace_files(t);
+  };
+
   auto store = open_store(args);
   if (!store.ok()) return report_error("save", store.error());
   auto object_key = primary_object_key(args);
@@ -61,14 +79,12 @@ int run_save(ArgParser& args) {
 
   // Cheap check before packing anything; the create-only publish below closes the race.
   auto existing = (*store)->head(*object_key);
-  if (existing.ok()) return skipped(key, where, json);
+  if (existing.ok()) {
+    forget_traces();
+    return skipped(key, where, json);
+  }
   if (existing.error().code() != ErrorCode::kNotFound) return report_error("save", existing.error());
 
-  std::vector<format::PackRoot> roots;
-  // The naming rule of every cache command (mount, restore and unmount resolve PATHs the same
-  // way): a member is named by its absolute path, whatever the current directory.
-  for (const auto& p : args.positionals()) roots.push_back(format::PackRoot{absolute_path(p)});
-  format::PackConfig pack;
   pack.level = static_cast<int>(*level);
   pack.frame_size_bytes = *frame;
   pack.threads = static_cast<int>(*threads);
@@ -88,6 +104,7 @@ int run_save(ArgParser& args) {
   remote::UploadSink sink(*store, *object_key, put);
   auto stats = format::write_archive(roots, sink, pack);
   progress.finish();
+  if (stats.ok() || stats.error().code() == ErrorCode::kAlreadyExists) forget_traces();
   if (!stats.ok()) {
     if (stats.error().code() == ErrorCode::kAlreadyExists) return skipped(key, where, json);
     return report_error("save", stats.error().with_context("saving key " + key + " to " + where));
@@ -112,6 +129,7 @@ int run_save(ArgParser& args) {
   if (seconds > 0) std::cout << " (" << human_bytes(static_cast<uint64_t>(static_cast<double>(stats->archive_bytes) / seconds)) << "/s)";
   if (auto t = (*store)->transfer_stats(); t.requests > 0)
     std::cout << "; " << t.requests << " requests, up to " << t.max_in_flight << " at once, " << t.retries << " retries";
+  if (!traces.empty()) std::cout << "; " << pack.hot_paths.size() << " traced files first";
   std::cout << "\n";
   return kExitOk;
 }

@@ -18,6 +18,7 @@ const fs = require('fs');
 const core = __require('./core');
 const { readInputs, storeArgs, keyArgs } = __require('./inputs');
 const lc = __require('./lazycache');
+const { startTrace } = __require('./trace');
 
 // actions/cache's outputs: cache-hit is 'true' only for an exact key match, 'false' for a
 // restore-keys match, and not set at all on a miss.
@@ -157,6 +158,8 @@ async function main() {
     if (report.entry_bytes) state.entryBytes = report.entry_bytes;
     state.cliMs = report.ms;
   }
+  // The post step will `save` plain directories (a miss, or a restore-keys hit extracted): trace.
+  if (state.matchedKey !== inputs.key && state.mode !== 'lookup' && state.mounted.length === 0) startTrace(cli, state);
   state.ok = true;
   core.saveState('lazycache', JSON.stringify(state));
 
@@ -638,5 +641,50 @@ function fuseMountPoints(mountinfo = '/proc/self/mountinfo') {
 module.exports = {
   findLazycache, installDeb, run, Cli, parseBytes, jsonLines, sumJsonFigures, formatBytes, fuseMountPoints, quoteArg,
 };
+};
+__defs['./trace'] = function (module, exports) {
+// SPDX-License-Identifier: MIT
+// On a miss (or a restore-keys hit extracted) the job works on plain directories: the main step starts `lazycache trace start PATH...`
+// so that the post step's `save` lays out the files the job read first, as the learned layout of
+// a mount (docs/writable.md, "Learned layout from a traced job"). fanotify needs root: as another
+// user the tracer is started through `sudo -n` (hosted runners allow it) and gives its files to
+// that user. Both steps point the CLI at one run directory of this job (LAZYCACHE_RUN_DIR), so
+// the save finds the trace whoever started it. Tracing is an optimisation: no failure here fails
+// the job or the save.
+
+const fs = require('fs');
+const os = require('os');
+const path = require('path');
+const core = __require('./core');
+const lc = __require('./lazycache');
+
+function traceEnv(state) {
+  return state.traceRunDir ? { env: { ...process.env, LAZYCACHE_RUN_DIR: state.traceRunDir } } : undefined;
+}
+
+// Main step, when the post step will save the paths as plain directories.
+function startTrace(cli, state) {
+  if (!cli.has('trace')) return;
+  const runDir = path.join(process.env.RUNNER_TEMP || os.tmpdir(), 'lazycache-trace');
+  fs.mkdirSync(runDir, { recursive: true, mode: 0o700 });
+  const args = ['trace', 'start', ...state.paths];
+  const asRoot = typeof process.getuid !== 'function' || process.getuid() === 0;
+  const r = asRoot
+    ? cli.run(args, { env: { ...process.env, LAZYCACHE_RUN_DIR: runDir } })
+    : lc.run('sudo', ['-n', 'env', `LAZYCACHE_RUN_DIR=${runDir}`, cli.bin, ...args]);
+  if (r.status !== 0) {
+    core.info(`Not tracing the job's reads (${asRoot ? `lazycache trace exit ${r.status}` : 'needs root or passwordless sudo'}): `
+      + 'the saved entry will have no learned layout.');
+    return;
+  }
+  state.traceRunDir = runDir;
+}
+
+// Post step, when it does not run the save that takes the trace over.
+function discardTrace(cli, state) {
+  if (state.traceRunDir) cli.run(['trace', 'stop', '--discard', ...state.paths], traceEnv(state));
+}
+
+module.exports = { startTrace, discardTrace, traceEnv };
 };
 __require('./main').main().catch((e) => __require('./core').setFailed(e && e.stack ? e.stack : String(e)));

@@ -161,6 +161,7 @@ __defs['./post'] = function (module, exports) {
 
 const core = __require('./core');
 const lc = __require('./lazycache');
+const { discardTrace, traceEnv } = __require('./trace');
 
 function saveArgs(cli, state) {
   const args = ['save', ...state.storeArgs, ...state.keyArgs];
@@ -282,7 +283,7 @@ async function post({ save = 'auto', given = null } = {}) {
   if (!saved && plainDirs && wantSave) {
     // A miss (nothing mounted, the job filled plain directories), an extract, or lookup-only.
     const t = Date.now();
-    const r = cli.run(saveArgs(cli, state));
+    const r = cli.run(saveArgs(cli, state), traceEnv(state));  // it takes the trace over
     if (r.status === 0) {
       saved = `save (${Date.now() - t} ms)`;
       const report = lc.jsonLines(r.stdout).pop();
@@ -297,6 +298,7 @@ async function post({ save = 'auto', given = null } = {}) {
       core.warning(`Failed to save cache entry with key ${state.key} (exit ${r.status}); the job goes on.`);
     }
   }
+  if (!saved) discardTrace(cli, state);
   if (!saved) {
     if (save === 'never') {
       saved = 'no (restore step; the save step saves)';
@@ -533,6 +535,51 @@ function fuseMountPoints(mountinfo = '/proc/self/mountinfo') {
 module.exports = {
   findLazycache, installDeb, run, Cli, parseBytes, jsonLines, sumJsonFigures, formatBytes, fuseMountPoints, quoteArg,
 };
+};
+__defs['./trace'] = function (module, exports) {
+// SPDX-License-Identifier: MIT
+// On a miss (or a restore-keys hit extracted) the job works on plain directories: the main step starts `lazycache trace start PATH...`
+// so that the post step's `save` lays out the files the job read first, as the learned layout of
+// a mount (docs/writable.md, "Learned layout from a traced job"). fanotify needs root: as another
+// user the tracer is started through `sudo -n` (hosted runners allow it) and gives its files to
+// that user. Both steps point the CLI at one run directory of this job (LAZYCACHE_RUN_DIR), so
+// the save finds the trace whoever started it. Tracing is an optimisation: no failure here fails
+// the job or the save.
+
+const fs = require('fs');
+const os = require('os');
+const path = require('path');
+const core = __require('./core');
+const lc = __require('./lazycache');
+
+function traceEnv(state) {
+  return state.traceRunDir ? { env: { ...process.env, LAZYCACHE_RUN_DIR: state.traceRunDir } } : undefined;
+}
+
+// Main step, when the post step will save the paths as plain directories.
+function startTrace(cli, state) {
+  if (!cli.has('trace')) return;
+  const runDir = path.join(process.env.RUNNER_TEMP || os.tmpdir(), 'lazycache-trace');
+  fs.mkdirSync(runDir, { recursive: true, mode: 0o700 });
+  const args = ['trace', 'start', ...state.paths];
+  const asRoot = typeof process.getuid !== 'function' || process.getuid() === 0;
+  const r = asRoot
+    ? cli.run(args, { env: { ...process.env, LAZYCACHE_RUN_DIR: runDir } })
+    : lc.run('sudo', ['-n', 'env', `LAZYCACHE_RUN_DIR=${runDir}`, cli.bin, ...args]);
+  if (r.status !== 0) {
+    core.info(`Not tracing the job's reads (${asRoot ? `lazycache trace exit ${r.status}` : 'needs root or passwordless sudo'}): `
+      + 'the saved entry will have no learned layout.');
+    return;
+  }
+  state.traceRunDir = runDir;
+}
+
+// Post step, when it does not run the save that takes the trace over.
+function discardTrace(cli, state) {
+  if (state.traceRunDir) cli.run(['trace', 'stop', '--discard', ...state.paths], traceEnv(state));
+}
+
+module.exports = { startTrace, discardTrace, traceEnv };
 };
 __defs['./save'] = function (module, exports) {
 // SPDX-License-Identifier: MIT

@@ -8,6 +8,7 @@ const fs = require('fs');
 const core = require('./core');
 const { readInputs, storeArgs, keyArgs } = require('./inputs');
 const lc = require('./lazycache');
+const { startTrace } = require('./trace');
 
 // actions/cache's outputs: cache-hit is 'true' only for an exact key match, 'false' for a
 // restore-keys match, and not set at all on a miss.
@@ -147,6 +148,8 @@ async function main() {
     if (report.entry_bytes) state.entryBytes = report.entry_bytes;
     state.cliMs = report.ms;
   }
+  // The post step will `save` plain directories (a miss, or a restore-keys hit extracted): trace.
+  if (state.matchedKey !== inputs.key && state.mode !== 'lookup' && state.mounted.length === 0) startTrace(cli, state);
   state.ok = true;
   core.saveState('lazycache', JSON.stringify(state));
 

@@ -7,6 +7,7 @@
 
 const core = require('./core');
 const lc = require('./lazycache');
+const { discardTrace, traceEnv } = require('./trace');
 
 function saveArgs(cli, state) {
   const args = ['save', ...state.storeArgs, ...state.keyArgs];
@@ -128,7 +129,7 @@ async function post({ save = 'auto', given = null } = {}) {
   if (!saved && plainDirs && wantSave) {
     // A miss (nothing mounted, the job filled plain directories), an extract, or lookup-only.
     const t = Date.now();
-    const r = cli.run(saveArgs(cli, state));
+    const r = cli.run(saveArgs(cli, state), traceEnv(state));  // it takes the trace over
     if (r.status === 0) {
       saved = `save (${Date.now() - t} ms)`;
       const report = lc.jsonLines(r.stdout).pop();
@@ -143,6 +144,7 @@ async function post({ save = 'auto', given = null } = {}) {
       core.warning(`Failed to save cache entry with key ${state.key} (exit ${r.status}); the job goes on.`);
     }
   }
+  if (!saved) discardTrace(cli, state);
   if (!saved) {
     if (save === 'never') {
       saved = 'no (restore step; the save step saves)';
