@@ -416,12 +416,25 @@ Status Extractor::select_items() {
 }
 
 Status Extractor::make_dirs(bool staged_pass) {
+  // Staged targets: the walk to every file, symlink and hardlink made its ancestors; only the
+  // directories holding no such entry are left to make (no failing mkdirat per directory).
+  std::set<std::pair<uint32_t, EntryId>> walked;
+  if (staged_pass) {
+    for (const auto& it : items_) {
+      if (!targets_[it.target].staged || idx_.entry(it.id).type == EntryType::kDirectory) continue;
+      for (EntryId d = idx_.entry(it.id).parent; d != cfg_.targets[it.target].entry && walked.insert({it.target, d}).second;) d = idx_.entry(d).parent;
+    }
+  }
   for (const auto& it : items_) {
     Entry e = idx_.entry(it.id);
     if (e.type != EntryType::kDirectory) continue;
     if (it.id == cfg_.targets[it.target].entry) continue;  // the target directory itself exists already
     if (targets_[it.target].staged != staged_pass) continue;
     if (staged_pass) {
+      if (walked.count({it.target, it.id})) {
+        ++stats_.dirs;
+        continue;
+      }
       // Only this run writes in a staged target: a directory that exists was made by the walk.
       LC_ASSIGN_OR_RETURN(int dir, parent_dir(it));
       if (::mkdirat(dir, leaf_name(it).c_str(), 0700) != 0 && errno != EEXIST) return errno_status("creating directory for " + entry_label(it));
