@@ -59,6 +59,11 @@ restored() {  # restored WHAT ARGS...: restore into the empty saved path, compar
   diff "$W/ref" <(snapshot "$T") > "$W/diff" || { head -20 "$W/diff"; fail "$what: differs from GNU tar's extraction"; }
 }
 restored "default writers"
+# The staged tree is flagged chattr +T while it is built (ext4 spreads its directories over block
+# groups); the published tree is not.
+if flags=$(lsattr -d "$T" 2>/dev/null); then
+  case ${flags%% *} in *T*) fail "the restored tree kept the directory-spread flag: $flags" ;; esac
+fi
 restored "--writers 1" --writers 1
 restored "--writers 8" --writers 8
 
