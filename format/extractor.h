@@ -26,7 +26,8 @@
 // target directory is refused before anything is written; the check resolves chains through the
 // archive's own symlinks (up -> .., esc -> up/../..), not just the ".." in the link text.
 // A directory target that does not exist yet is built under a temporary name in its parent
-// (".lazycache-tmp.PID.N") and renamed into place (RENAME_NOREPLACE) once everything is written:
+// (".lazycache-tmp.PID.N"), flagged chattr +T meanwhile on ext4 (its subdirectories are spread
+// over block groups; cleared before publishing), and renamed into place (RENAME_NOREPLACE) once everything is written:
 // inside it files, symlinks and hardlinks are created straight under their final names (nothing
 // is visible until the rename), and a dead writer's staged tree is removed by the next extract
 // into that parent. Into an existing directory,
