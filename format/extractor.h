@@ -6,8 +6,14 @@
 // File data flows through a pipeline (format/frame_pipeline.h): `concurrency` fetch threads read
 // parts of up to `part_size_bytes` of adjacent frames, one ranged read each, all in flight from the
 // first byte; `threads` workers verify (XXH3-128 of the compressed bytes) and decompress each frame
-// as its part arrives, and the calling thread writes them in order. Memory is bounded by about
-// `max_inflight_bytes` of compressed plus decoded frames.
+// as its part arrives, and the calling thread takes them in order. In a staged target (below) each
+// file that lies whole in one frame is handed to one of `writers` file-writer threads
+// (format/file_writer_pool.h), which create, write, set the metadata of and close it; files
+// spanning frames, and every file of a target that already existed, are written by the calling
+// thread. Its directory is made (by the calling thread's walk) before a file is handed over, and
+// every writer has finished before hardlinks, symlinks and directory metadata are made. Memory is
+// bounded by about `max_inflight_bytes` of compressed plus decoded frames, plus a quarter of it
+// of decoded frames the writers still read.
 //
 // Safety: every path is built from index names, which Index::parse has already checked (no '/',
 // no "." or "..", no NUL). Every directory is opened component by component with
@@ -20,7 +26,8 @@
 // target directory is refused before anything is written; the check resolves chains through the
 // archive's own symlinks (up -> .., esc -> up/../..), not just the ".." in the link text.
 // A directory target that does not exist yet is built under a temporary name in its parent
-// (".lazycache-tmp.PID.N") and renamed into place (RENAME_NOREPLACE) once everything is written:
+// (".lazycache-tmp.PID.N"), flagged chattr +T meanwhile on ext4 (its subdirectories are spread
+// over block groups; cleared before publishing), and renamed into place (RENAME_NOREPLACE) once everything is written:
 // inside it files, symlinks and hardlinks are created straight under their final names (nothing
 // is visible until the rename), and a dead writer's staged tree is removed by the next extract
 // into that parent. Into an existing directory,
@@ -61,6 +68,10 @@ struct ExtractConfig {
   // targets. Ancestors of a selected path are created if missing, without changing their metadata.
   std::vector<std::string> only_paths;
   int threads = 0;                           // decode workers; 0 = one per online CPU
+  // File writers for staged targets (format/file_writer_pool.h); 0 = auto (2 per online CPU,
+  // 2..8: their time is mostly in the kernel creating inodes, partly waiting for its blocks);
+  // 1 = the calling thread writes every file.
+  int writers = 0;
   // Range reads: simultaneous reads and compressed bytes per read; 0 = auto (choose_fetch_plan()
   // in format/frame_pipeline.h: 8 reads, parts sized to the budget and the archive).
   int concurrency = 0;
@@ -91,6 +102,7 @@ struct ExtractStats {
   int concurrency = 0;             // the read plan used (explicit or auto)
   uint64_t part_size_bytes = 0;
   uint64_t stale_temporaries = 0;  // ".lazycache-tmp.PID.N" of dead writers removed
+  uint64_t files_by_writers = 0;  // of `files`, written by the file writers (not the calling thread)
   uint64_t dir_opens = 0;  // directory openat calls of the walks (linear in the entries, any depth)
   double seconds = 0;
 };

@@ -6,14 +6,17 @@
 
 namespace lazycache::format {
 
-std::vector<FetchPart> plan_fetch_parts(std::span<const FrameInfo> all, std::span<const uint32_t> frames, uint64_t part_bytes) {
+std::vector<FetchPart> plan_fetch_parts(std::span<const FrameInfo> all, std::span<const uint32_t> frames, uint64_t part_bytes,
+                                        size_t ramp_parts) {
   std::vector<FetchPart> parts;
+  // The size part k may reach: ramped over the first ramp_parts parts, then part_bytes.
+  auto limit = [&](size_t k) { return k < ramp_parts ? std::max<uint64_t>(1, part_bytes / ramp_parts * (k + 1)) : part_bytes; };
   for (size_t i = 0; i < frames.size(); ++i) {
     const FrameInfo& f = all[frames[i]];
     if (!parts.empty()) {
       FetchPart& p = parts.back();
       const bool adjacent = frames[i] == frames[i - 1] + 1 && f.compressed_offset == p.offset + p.length;
-      if (adjacent && p.length + f.compressed_size <= part_bytes) {
+      if (adjacent && p.length + f.compressed_size <= limit(parts.size() - 1)) {
         p.length += f.compressed_size;
         p.end = i + 1;
         continue;
@@ -37,8 +40,10 @@ FetchPlan choose_fetch_plan(uint64_t compressed_bytes, uint64_t uncompressed_byt
   const double held_per_byte = 1.0 + (compressed_bytes > 0 ? static_cast<double>(uncompressed_bytes) / static_cast<double>(compressed_bytes) : 1.0);
   const auto slots = static_cast<uint64_t>(plan.concurrency) + 1;
   uint64_t by_budget = static_cast<uint64_t>(static_cast<double>(budget_bytes) / (held_per_byte * static_cast<double>(slots)));
-  uint64_t by_spread = (compressed_bytes + static_cast<uint64_t>(plan.concurrency) - 1) / static_cast<uint64_t>(plan.concurrency);
+  const uint64_t reads = static_cast<uint64_t>(plan.concurrency) * kAutoRounds;
+  uint64_t by_spread = (compressed_bytes + reads - 1) / reads;
   plan.part_bytes = std::clamp(std::min(by_budget, by_spread), kMinAutoPart, kMaxAutoPart);
+  plan.ramp_parts = static_cast<size_t>(plan.concurrency);
   return plan;
 }
 
@@ -46,7 +51,7 @@ FramePipeline::FramePipeline(const ArchiveReader& reader, std::vector<uint32_t> 
                              uint64_t max_inflight_bytes, int decoders)
     : reader_(reader),
       frames_(std::move(frames)),
-      parts_(plan_fetch_parts(reader.index().frames(), frames_, plan.part_bytes)),
+      parts_(plan_fetch_parts(reader.index().frames(), frames_, plan.part_bytes, plan.ramp_parts)),
       max_inflight_(max_inflight_bytes) {
   const int fetchers = static_cast<int>(std::min<size_t>(static_cast<size_t>(std::max(1, plan.concurrency)), std::max<size_t>(1, parts_.size())));
   for (int i = 0; i < fetchers; ++i) workers_.emplace_back([this] { fetch_loop(); });

@@ -22,6 +22,7 @@ int run_extract(ArgParser& args) {
   args.flag("same-owner", "restore uid/gid (default when run as root)");
   args.flag("no-same-owner", "do not restore uid/gid, even as root");
   args.option("threads", "N", "decompression threads, 0 = all cores", "0");
+  add_extract_writer_option(args);
   args.flag("quiet", "no progress display and no summary");
   args.alias("-q", "quiet");
   int code = 0;
@@ -38,6 +39,7 @@ int run_extract(ArgParser& args) {
   config.threads = static_cast<int>(*threads);
   apply_extract_safety_options(args, config);
   if (Status s = apply_extract_transfer_options(args, config); !s.ok()) return report_error("extract", s);
+  if (Status s = apply_extract_writer_option(args, config); !s.ok()) return report_error("extract", s);
   config.restore_owner = args.has("same-owner") || (::geteuid() == 0 && !args.has("no-same-owner"));
   bool quiet = args.has("quiet");
   Progress progress("extract", quiet);

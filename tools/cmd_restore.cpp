@@ -54,6 +54,7 @@ int extract(const ArgParser& args, std::shared_ptr<remote::ObjectStore> store, c
   config.threads = threads;
   apply_extract_safety_options(args, config);
   if (Status s = apply_extract_transfer_options(args, config); !s.ok()) return report_error("restore", s);
+  if (Status s = apply_extract_writer_option(args, config); !s.ok()) return report_error("restore", s);
   std::vector<std::string> paths;
   for (const auto& p : args.positionals()) paths.push_back(absolute_path(p));
   auto placed = format::place_roots(index, paths);  // the rule mount uses
@@ -94,6 +95,7 @@ int run_restore(ArgParser& args) {
   args.flag("fail-on-cache-miss", "exit 3 when no entry matches");
   args.flag("json", "print one JSON object (docs/cli.md) instead of the outputs and summary");
   args.option("threads", "N", "decompression threads when extracting (0: one per CPU)", "0");
+  add_extract_writer_option(args);
   add_extract_safety_options(args);
   int code = 0;
   if (!args.parse(code)) return code;

@@ -20,6 +20,17 @@ void apply_extract_safety_options(const ArgParser& args, format::ExtractConfig& 
   config.xattrs_include = args.get_all("xattrs-include");
 }
 
+void add_extract_writer_option(ArgParser& args) {
+  args.option("writers", "N", "threads creating and writing files in a new target (0: auto, 2 per CPU up to 8)", "0");
+}
+
+Status apply_extract_writer_option(const ArgParser& args, format::ExtractConfig& config) {
+  LC_ASSIGN_OR_RETURN(int64_t writers, args.get_int("writers"));
+  if (writers < 0 || writers > 64) return Status(ErrorCode::kInvalidArgument, "--writers: expected 0..64, got " + std::to_string(writers));
+  config.writers = static_cast<int>(writers);
+  return Status();
+}
+
 Status apply_extract_transfer_options(const ArgParser& args, format::ExtractConfig& config) {
   LC_ASSIGN_OR_RETURN(auto transfer, transfer_config_from(args));
   config.concurrency = transfer.concurrency;  // 0: auto

@@ -13,6 +13,10 @@ namespace lazycache::cli {
 void add_extract_safety_options(ArgParser& args);
 void apply_extract_safety_options(const ArgParser& args, format::ExtractConfig& config);
 
+// --writers N: file-writer threads (format::ExtractConfig::writers; 0 = auto, 1 = one thread).
+void add_extract_writer_option(ArgParser& args);
+Status apply_extract_writer_option(const ArgParser& args, format::ExtractConfig& config);
+
 // The range-read plan from the store options both commands take (tools/store_options.h):
 // --concurrency N (simultaneous range reads), --part-size SIZE (bytes per read) and
 // --memory-budget SIZE (compressed + decoded bytes held at once); `auto` leaves the choice to

@@ -52,11 +52,15 @@ TEST_CASE("a frame larger than the part size is one part of its own", "[unit]") 
   CHECK(plan_fetch_parts(all, list, 1 << 20).size() == 3);
 }
 
-TEST_CASE("auto plan: 8 reads, parts fit the budget and spread a small archive", "[unit]") {
-  // Node-like: 31 MiB compressed, ratio 5: spread over 8 reads (31/8 MiB) below the budget cap.
+TEST_CASE("auto plan: 8 reads, parts fit the budget and spread an archive over 4 waves", "[unit]") {
+  // Node-like: 31 MiB compressed, ratio 5: 4 waves of 8 reads would be under 1 MiB: 1 MiB.
   auto p = choose_fetch_plan(31ull << 20, 157ull << 20, 256ull << 20, 0, 0);
   CHECK(p.concurrency == 8);
-  CHECK(p.part_bytes == (31ull << 20) / 8);
+  CHECK(p.part_bytes == 1ull << 20);
+  CHECK(p.ramp_parts == 8);
+  // Mixed-like: 120 MiB, ratio 2.5: 120 / 32 MiB (the budget would allow 8.1 MiB).
+  p = choose_fetch_plan(120ull << 20, 300ull << 20, 256ull << 20, 0, 0);
+  CHECK(p.part_bytes == (120ull << 20) / 32);
   // Incompressible 512 MiB: the budget holds 9 parts twice over (compressed + decoded).
   p = choose_fetch_plan(512ull << 20, 512ull << 20, 256ull << 20, 0, 0);
   CHECK(p.part_bytes == (256ull << 20) / 18);
@@ -72,7 +76,23 @@ TEST_CASE("explicit concurrency and part size are kept", "[unit]") {
   auto p = choose_fetch_plan(31ull << 20, 157ull << 20, 256ull << 20, 2, 5ull << 20);
   CHECK(p.concurrency == 2);
   CHECK(p.part_bytes == 5ull << 20);
+  CHECK(p.ramp_parts == 0);  // an explicit part size is every read's size
   p = choose_fetch_plan(31ull << 20, 157ull << 20, 256ull << 20, 32, 1ull << 30);
   CHECK(p.concurrency == 32);
   CHECK(p.part_bytes == 1ull << 30);
+}
+
+TEST_CASE("a ramp holds the first wave's parts to 1/n, 2/n, ... of the part size", "[unit]") {
+  auto all = frames_of(20, 1 << 20);
+  std::vector<uint32_t> list;
+  for (uint32_t i = 0; i < 20; ++i) list.push_back(i);
+  auto parts = plan_fetch_parts(all, list, 8 << 20, 8);
+  std::vector<uint64_t> frames_per_part;
+  for (const auto& p : parts) frames_per_part.push_back(p.end - p.first);
+  CHECK(frames_per_part == std::vector<uint64_t>{1, 2, 3, 4, 5, 5});
+  // Below one frame per step, each part still takes one frame.
+  parts = plan_fetch_parts(all, list, 2 << 20, 8);
+  REQUIRE(parts.size() >= 8);
+  for (size_t k = 0; k < 7; ++k) CHECK(parts[k].end - parts[k].first == 1);
+  CHECK(parts[8].end - parts[8].first == 2);
 }
