@@ -77,6 +77,7 @@ FetcherConfig fetcher_config(const FilesystemConfig& c, const std::shared_ptr<Ch
   if (c.read_timeout_ms > 0) f.restart_after_ms = std::min<uint64_t>(f.restart_after_ms, c.read_timeout_ms);
   if (f.spill_over_bytes == 0) f.spill_over_bytes = std::max<uint64_t>(c.memory_budget_bytes / 4, 1);
   if (f.fill_memory_bytes == 0) f.fill_memory_bytes = std::max<uint64_t>(c.memory_budget_bytes / 4, 1);
+  if (f.ahead_memory_bytes == 0) f.ahead_memory_bytes = c.memory_budget_bytes / 4;
   if (!c.spill_dir.empty()) {
     f.spill_dir = c.spill_dir;
   } else if (cache != nullptr) {
@@ -235,13 +236,17 @@ Result<uint64_t> Filesystem::open(EntryId id, int open_flags) {
   file->data_offset = e.data_offset;
   file->size = e.size;
   file->policy = ReadAheadPolicy(config_.readahead);
+  bool first_in_dir = false;
   {
     std::lock_guard lock(access_mu_);
     if (!opened_[id]) {
       opened_[id] = true;
       access_order_.push_back(id);
     }
+    // A directory's bit: its files' frames were queued (directories are never opened as files).
+    if (e.parent < opened_.size() && !opened_[e.parent]) first_in_dir = opened_[e.parent] = true;
   }
+  if (first_in_dir) prefetch_directory(e);
   files_opened_.fetch_add(1, std::memory_order_relaxed);
   open_handles_.fetch_add(1, std::memory_order_relaxed);
   return reinterpret_cast<uint64_t>(file.release());
@@ -396,6 +401,27 @@ void Filesystem::trim_if_idle() {
   if (memory_.clear() > 0) ::malloc_trim(0);
 }
 
+void Filesystem::prefetch_directory(const format::Entry& opened) {
+  if (config_.directory_prefetch_frames == 0 || opened.size == 0) return;
+  const uint32_t at = index().frames_for_range(opened.data_offset, 1).first;
+  // The learned hot region holds the files the job reads; their directories' other files lie
+  // elsewhere, and fetching them is what the learned run must not pay for.
+  if (hot_region_last_frame_ >= 0 && at >= hot_region_first_frame_ && at <= hot_region_last_frame_) return;
+  const auto kids = index().children(opened.parent);
+  uint32_t first = at, last = at;
+  for (uint32_t i = 0; i < kids.count; ++i) {
+    const format::Entry k = index().entry(kids.first + i);
+    if (k.type != format::EntryType::kRegular || k.size == 0 || canonical(k.id) != k.id) continue;
+    const auto [a, b] = index().frames_for_range(k.data_offset, k.size);
+    first = std::min(first, a);
+    last = std::max(last, b);
+  }
+  // A directory larger than that is not a package a job loads whole (a lib/ of big files, a
+  // flat directory of thousands): one file of it says little about the rest.
+  if (last - first + 1 > config_.directory_prefetch_frames) return;
+  if (last > first) fetcher_->prefetch(first, last, Priority::kReadahead);
+}
+
 void Filesystem::prefetch_file(const format::Entry& e, Priority p) {
   if (e.type != format::EntryType::kRegular || e.size == 0) return;
   const auto [a, b] = index().frames_for_range(e.data_offset, e.size);
@@ -459,6 +485,8 @@ MountStats Filesystem::stats() const {
   s.on_demand_bytes = s.store_bytes - std::min(s.store_bytes, s.fill_bytes);
   s.chunk_cache_bad = c.chunk_cache_bad.load();
   s.frames_spilled = c.frames_spilled.load();
+  s.frames_decoded = c.frames_decoded.load();
+  s.readahead_stored = c.readahead_stored.load();
   s.fetch_errors = c.fetch_errors.load();
   s.files_opened = files_opened_.load();
   s.open_handles = open_handles_.load();

@@ -62,11 +62,22 @@ struct FilesystemConfig {
   FetcherConfig fetcher;
   ReadAheadConfig readahead;
   ArchiveReadAheadConfig archive_readahead;
-  // 256 MiB: room for ~64 decompressed 4 MiB frames plus the fetches in flight; a CI runner has
-  // gigabytes, and the page cache above us holds what readers reuse. Measured (issue 15, node
-  // partial job, hosted link): 40 MiB, which would keep the daemon within 64 MiB RSS, made the
-  // job 8.2 s against 4.4 s: a job walking the tree reads all 50 frames, readahead frames are
-  // evicted before their reader gets there and are decoded again.
+  // Locality prefetch (issue 15): a job that opens a file of a directory (a package) reads its
+  // other files too, so the first open in a directory queues, at readahead priority, the frames
+  // of the directory's files, when they span at most this many frames (0: off). 8: ~4-8 MiB
+  // compressed at the default frame size, a few range reads on parallel connections; a
+  // directory's direct files lie together in the archive (depth-first, name order). Not for
+  // files of the learned hot region, whose directories' other files lie elsewhere.
+  uint32_t directory_prefetch_frames = 8;
+  // 256 MiB: room for ~64 decompressed 4 MiB frames plus the fetches in flight. Readahead and
+  // fill no longer take room here (they go to the chunk cache undecoded, fs/frame_fetcher.h),
+  // but the frames a job reads do: the node partial job touches its 50 frames in several passes
+  // (tsc, eslint, node's requires, then the file list), and a smaller budget decodes evicted
+  // frames again. Measured (issue 15, node partial job, hosted link, release build, load 7-10,
+  // so decodes are the figure, times only indicative): 32 MiB 144 decodes of 50 frames, peak
+  // RSS 54-58 MiB; 64 MiB 102 decodes, 89 MiB; 128 MiB 67 decodes, 157 MiB; 256 MiB 49 decodes,
+  // 220 MiB. Before the readahead change 32 MiB cost 336 decodes and 5.1 s of daemon CPU (job
+  // 13.1 s) against 144 and 2.2 s after it; at 256 MiB both 49-50 decodes, ~0.9 s.
   uint64_t memory_budget_bytes = 256ull << 20;
   // How much of the archive the mount fetches in the background into the chunk cache, and the
   // cache's bound that the auto policy weighs the archive against (fs/fill_policy.h).
@@ -176,6 +187,9 @@ class Filesystem {
   struct OpenFile;
   struct ReadOp;
   void prefetch_file(const format::Entry& e, Priority p);
+  // Locality prefetch: the first open of a file in a directory queues the frames of the
+  // directory's other files at readahead priority (see directory_prefetch_frames).
+  void prefetch_directory(const format::Entry& opened);
   void finish(const std::shared_ptr<ReadOp>& op, Result<std::vector<ReadPiece>> result);
   void watchdog(std::stop_token stop);
   void trim_if_idle();  // watchdog thread

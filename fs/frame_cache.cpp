@@ -9,36 +9,53 @@ FramePtr FrameCache::get(uint32_t frame) {
   std::lock_guard lock(mu_);
   auto it = map_.find(frame);
   if (it == map_.end()) return nullptr;
-  lru_.splice(lru_.begin(), lru_, it->second.pos);
-  return it->second.data;
+  Slot& slot = it->second;
+  if (slot.ahead) {  // read at last: an ordinary frame from now on
+    lru_.splice(lru_.begin(), ahead_lru_, slot.pos);
+    slot.ahead = false;
+    ahead_held_ -= slot.data->size();
+  } else {
+    lru_.splice(lru_.begin(), lru_, slot.pos);
+  }
+  return slot.data;
+}
+
+bool FrameCache::contains(uint32_t frame) const {
+  std::lock_guard lock(mu_);
+  return map_.count(frame) != 0;
 }
 
 bool FrameCache::evict_one_locked() {
-  if (lru_.empty()) return false;
-  auto it = map_.find(lru_.back());
-  held_ -= it->second.data->size();
-  budget_.release(it->second.data->size());
+  std::list<uint32_t>& from = lru_.empty() ? ahead_lru_ : lru_;  // frames about to be read go last
+  if (from.empty()) return false;
+  auto it = map_.find(from.back());
+  const uint64_t n = it->second.data->size();
+  held_ -= n;
+  if (it->second.ahead) ahead_held_ -= n;
+  budget_.release(n);
   map_.erase(it);
-  lru_.pop_back();
+  from.pop_back();
   return true;
 }
 
-bool FrameCache::put(uint32_t frame, FramePtr data) {
+bool FrameCache::put(uint32_t frame, FramePtr data, bool ahead) {
   std::lock_guard lock(mu_);
   if (map_.count(frame) != 0) return true;
   const uint64_t n = data->size();
   while (!budget_.try_reserve(n)) {
     if (!evict_one_locked()) return false;
   }
-  lru_.push_front(frame);
-  map_.emplace(frame, Slot{std::move(data), lru_.begin()});
+  std::list<uint32_t>& into = ahead ? ahead_lru_ : lru_;
+  into.push_front(frame);
+  map_.emplace(frame, Slot{std::move(data), into.begin(), ahead});
   held_ += n;
+  if (ahead) ahead_held_ += n;
   return true;
 }
 
 void FrameCache::make_room(uint64_t bytes) {
   std::lock_guard lock(mu_);
-  while (budget_.used() + bytes > budget_.limit()) {
+  while (budget_.used() + bytes > budget_.limit() && held_ > budget_.limit() / 4) {
     if (!evict_one_locked()) return;
   }
 }
@@ -54,6 +71,11 @@ uint64_t FrameCache::clear() {
 uint64_t FrameCache::held_bytes() const {
   std::lock_guard lock(mu_);
   return held_;
+}
+
+uint64_t FrameCache::ahead_bytes() const {
+  std::lock_guard lock(mu_);
+  return ahead_held_;
 }
 
 size_t FrameCache::size() const {

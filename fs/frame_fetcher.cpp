@@ -51,7 +51,8 @@ void FrameFetcher::enqueue_locked(uint32_t frame, Priority priority, bool keep_i
     // Stuck in flight (see restart_after_ms): a fresh fetch takes over its waiters.
     Pending stuck = std::move(it->second);
     pending_.erase(it);
-    Pending fresh{priority, seq_++, false, stuck.keep_in_memory || keep_in_memory, std::move(stuck.waiters), {}};
+    ahead_reserved_ -= stuck.ahead_reserved;
+    Pending fresh{priority, seq_++, false, stuck.keep_in_memory || keep_in_memory, std::move(stuck.waiters), {}, 0};
     if (cb) fresh.waiters.push_back(std::move(cb));
     fresh.priority = std::min(priority, stuck.priority);
     queue_.insert(QueueKey{static_cast<uint8_t>(fresh.priority), fresh.seq, frame});
@@ -72,7 +73,7 @@ void FrameFetcher::enqueue_locked(uint32_t frame, Priority priority, bool keep_i
     }
     return;
   }
-  Pending p{priority, seq_++, false, keep_in_memory, {}, {}};
+  Pending p{priority, seq_++, false, keep_in_memory, {}, {}, 0};
   if (cb) p.waiters.push_back(std::move(cb));
   queue_.insert(QueueKey{static_cast<uint8_t>(priority), p.seq, frame});
   pending_.emplace(frame, std::move(p));
@@ -124,11 +125,14 @@ Result<FetchedFrame> FrameFetcher::get_sync(uint32_t frame, Priority priority) {
 void FrameFetcher::prefetch(uint32_t first, uint32_t last, Priority priority) {
   if (frames_.empty()) return;
   last = std::min<uint32_t>(last, static_cast<uint32_t>(frames_.size() - 1));
-  const bool keep = priority <= Priority::kReadahead;
+  // Readahead frames are held in memory only without a chunk cache; with one they are stored
+  // there, undecoded, and decoded into memory only while the budget has room (store_only()).
+  const bool readahead = priority <= Priority::kReadahead;
+  const bool keep = readahead && chunk_cache_ == nullptr;
   std::lock_guard lock(mu_);
   if (stop_ || (background_stopped_ && priority >= Priority::kPrefetch)) return;
   for (uint32_t f = first; f <= last; ++f) {
-    if (keep && (memory_.get(f) != nullptr || (spills(f) && spill_.get(f) != nullptr))) continue;
+    if (readahead && (memory_.contains(f) || (spills(f) && spill_.get(f) != nullptr))) continue;
     enqueue_locked(f, priority, keep, nullptr);
   }
 }
@@ -159,10 +163,11 @@ void FrameFetcher::wait_idle() {
   idle_cv_.wait(lock, [this] { return stop_ || (queue_.empty() && active_ == 0); });
 }
 
-std::vector<uint32_t> FrameFetcher::claim_run_locked(bool& background, std::vector<uint64_t>& seqs) {
+std::vector<uint32_t> FrameFetcher::claim_run_locked(Priority& priority, std::vector<uint64_t>& seqs) {
   if (queue_.empty()) return {};
   const auto [prio, seq, frame] = *queue_.begin();
-  background = prio >= static_cast<uint8_t>(Priority::kPrefetch);
+  priority = static_cast<Priority>(prio);
+  const bool background = priority >= Priority::kPrefetch;
   // The queue is ordered by priority, so if the most urgent entry is background work and its
   // workers are all busy, nothing else may run either.
   if (background && background_active_ >= config_.background_threads) return {};
@@ -183,9 +188,12 @@ std::vector<uint32_t> FrameFetcher::claim_run_locked(bool& background, std::vect
     return !spills(frame) && !spills(f) && it != pending_.end() && !it->second.claimed &&
            static_cast<uint8_t>(it->second.priority) == prio;
   };
-  const uint64_t limit = prio == static_cast<uint8_t>(Priority::kOnDemand) ? config_.merge_bytes_on_demand
-                         : background                                       ? config_.merge_bytes_background
-                                                                            : config_.merge_bytes;
+  uint64_t limit = prio == static_cast<uint8_t>(Priority::kOnDemand) ? config_.merge_bytes_on_demand
+                   : background                                       ? config_.merge_bytes_background
+                                                                      : config_.merge_bytes;
+  // A readahead or fill run stays within its share of the budget (a small budget's share is
+  // smaller than the merge size).
+  if (priority != Priority::kOnDemand && config_.fill_memory_bytes > 0) limit = std::min(limit, config_.fill_memory_bytes);
   std::vector<uint32_t> run{frame};
   uint64_t bytes = claim(frame);
   for (uint32_t f = frame + 1; f < frames_.size() && claimable(f) && bytes + frames_[f].compressed_size <= limit; ++f) {
@@ -205,12 +213,12 @@ void FrameFetcher::worker_loop() {
   while (true) {
     std::vector<uint32_t> run;
     std::vector<uint64_t> seqs;
-    bool background = false;
+    Priority priority = Priority::kOnDemand;
     {
       std::unique_lock lock(mu_);
       work_cv_.wait(lock, [&] {
         if (stop_) return true;
-        run = claim_run_locked(background, seqs);
+        run = claim_run_locked(priority, seqs);
         return !run.empty();
       });
       if (stop_) {
@@ -218,40 +226,52 @@ void FrameFetcher::worker_loop() {
         return;
       }
       ++active_;
-      if (background) ++background_active_;
+      if (priority >= Priority::kPrefetch) ++background_active_;
     }
-    process_run(run, seqs, background);
+    process_run(run, seqs, priority);
     {
       std::lock_guard lock(mu_);
       --active_;
-      if (background) --background_active_;
+      if (priority >= Priority::kPrefetch) --background_active_;
       if (queue_.empty() && active_ == 0) idle_cv_.notify_all();
     }
     work_cv_.notify_all();  // a background slot may have freed up
   }
 }
 
-uint64_t FrameFetcher::reserve_for(uint64_t bytes, bool background) {
-  if (!background) {
+uint64_t FrameFetcher::reserve_for(uint64_t bytes, Charge charge) {
+  if (charge == Charge::kRead) {
     if (!budget_.try_reserve(bytes)) {
       memory_.make_room(bytes);
       budget_.reserve_forced(bytes);
     }
     return bytes;
   }
-  // Fill may evict in-memory frames, but only within its own share: the rest stays the readers'.
-  if (fill_in_flight_.load(std::memory_order_relaxed) + bytes > config_.fill_memory_bytes && fill_in_flight_.load() > 0) return 0;
+  // Fill and readahead may evict in-memory frames, but each only within its own share: the rest
+  // stays the readers'. A first run always may go (a share smaller than one run must not stall).
+  std::atomic<uint64_t>& in_flight = charge == Charge::kFill ? fill_in_flight_ : readahead_in_flight_;
+  // Taken first (compare and swap: workers claiming runs at once must not all pass the check).
+  for (uint64_t cur = in_flight.load(std::memory_order_relaxed);;) {
+    if (cur > 0 && cur + bytes > config_.fill_memory_bytes) return 0;
+    if (in_flight.compare_exchange_weak(cur, cur + bytes, std::memory_order_relaxed)) break;
+  }
   if (!budget_.try_reserve(bytes)) {
     memory_.make_room(bytes);
-    if (!budget_.try_reserve(bytes)) return 0;
+    if (!budget_.try_reserve(bytes)) {
+      in_flight.fetch_sub(bytes, std::memory_order_relaxed);
+      return 0;
+    }
   }
-  fill_in_flight_.fetch_add(bytes, std::memory_order_relaxed);
   return bytes;
 }
 
-void FrameFetcher::release_charge(uint64_t bytes, bool background) {
+void FrameFetcher::release_charge(uint64_t bytes, Charge charge) {
   budget_.release(bytes);
-  if (background) fill_in_flight_.fetch_sub(bytes, std::memory_order_relaxed);
+  if (charge != Charge::kRead) (charge == Charge::kFill ? fill_in_flight_ : readahead_in_flight_).fetch_sub(bytes, std::memory_order_relaxed);
+}
+
+FrameFetcher::Charge FrameFetcher::charge_for(Priority priority) {
+  return priority == Priority::kOnDemand ? Charge::kRead : priority == Priority::kReadahead ? Charge::kReadahead : Charge::kFill;
 }
 
 // Fresh GETs of a frame whose bytes failed their digest before the waiting reads fail: three
@@ -265,9 +285,15 @@ void FrameFetcher::complete(uint32_t frame, uint64_t seq, const Result<FetchedFr
     auto it = pending_.find(frame);
     if (it == pending_.end() || it->second.seq != seq) return;  // replaced: a fresh fetch serves its waiters
     p = std::move(it->second);
+    ahead_reserved_ -= p.ahead_reserved;
     // Publish to memory before forgetting the pending entry, so a concurrent get() finds the
     // frame in one place or the other and never starts a second fetch.
-    if (result.ok() && p.keep_in_memory && result->bytes != nullptr) memory_.put(frame, result->bytes);
+    if (result.ok() && p.keep_in_memory && result->bytes != nullptr) {
+      // Read ahead and not read yet: evicted last, within its share (else an ordinary frame).
+      const bool ahead = p.priority == Priority::kReadahead && p.waiters.empty() &&
+                         memory_.ahead_bytes() + result->bytes->size() <= config_.ahead_memory_bytes;
+      memory_.put(frame, result->bytes, ahead);
+    }
     pending_.erase(it);
     if (!result.ok() && p.priority >= Priority::kPrefetch && !p.waiters.empty() && !stop_) {
       // A failing fill fails no reader: the readers who joined it get a fetch of their own.
@@ -332,8 +358,8 @@ void FrameFetcher::process_spilled(uint32_t frame, uint64_t seq, bool background
   }
   // Only a reader waiting for the frame may take budget past the limit: several spilled frames
   // read ahead at once would otherwise add up to more than a small budget.
-  const bool fill_charge = background || !on_demand;
-  const uint64_t charge = reserve_for((whole ? info.compressed_size : spill_piece_bytes()) + kDecodeBufferBytes, fill_charge);
+  const Charge kind = background ? Charge::kFill : on_demand ? Charge::kRead : Charge::kReadahead;
+  const uint64_t charge = reserve_for((whole ? info.compressed_size : spill_piece_bytes()) + kDecodeBufferBytes, kind);
   if (charge == 0) {
     requeue({frame}, {{frame, seq}});
     return;
@@ -346,7 +372,7 @@ void FrameFetcher::process_spilled(uint32_t frame, uint64_t seq, bool background
     ignore_error(chunk_cache_->put(info.digest, std::as_bytes(std::span(to_cache.data(), to_cache.size()))),
                  "the chunk cache warns once and backs off");
   }
-  release_charge(charge, fill_charge);
+  release_charge(charge, kind);
 }
 
 Result<FetchedFrame> FrameFetcher::spill_frame(uint32_t frame, bool use_cache, std::string& to_cache) {
@@ -398,6 +424,7 @@ Result<FetchedFrame> FrameFetcher::spill_frame(uint32_t frame, bool use_cache, s
     counters_.frames_from_store.fetch_add(1, std::memory_order_relaxed);
   }
   counters_.frames_spilled.fetch_add(1, std::memory_order_relaxed);
+  counters_.frames_decoded.fetch_add(1, std::memory_order_relaxed);
   spill_.put(frame, file);
   return FetchedFrame{nullptr, std::move(file)};
 }
@@ -415,21 +442,26 @@ void FrameFetcher::note_bad_cached_copy(uint32_t frame, const Status& why) {
   std::cerr << "\n";
 }
 
-void FrameFetcher::process_run(const std::vector<uint32_t>& run, const std::vector<uint64_t>& seqs, bool background) {
+void FrameFetcher::process_run(const std::vector<uint32_t>& run, const std::vector<uint64_t>& seqs, Priority priority) {
+  const bool background = priority >= Priority::kPrefetch;
+  // Fill and (with a chunk cache) readahead: frames nobody waits for go to the chunk cache
+  // undecoded, and the run is charged its compressed bytes within the fill's share.
+  const bool store_only = chunk_cache_ != nullptr && priority >= Priority::kReadahead;
   std::map<uint32_t, uint64_t> seq_of;
   for (size_t k = 0; k < run.size(); ++k) seq_of[run[k]] = seqs[k];
-  uint64_t compressed = 0, largest = 0;
-  for (uint32_t f : run) {
-    compressed += frames_[f].compressed_size;
-    largest = std::max<uint64_t>(largest, frames_[f].uncompressed_size);
-  }
+  uint64_t compressed = 0;
+  for (uint32_t f : run) compressed += frames_[f].compressed_size;
   if (run.size() == 1 && spills(run[0])) {
     process_spilled(run[0], seqs[0], background);
     return;
   }
-  // A fill run is charged its compressed bytes only: its frames are stored undecoded unless a
-  // reader joins (whose decode is then a read's, like an on-demand one's).
-  const uint64_t charge = reserve_for(background ? compressed : compressed + largest, background);
+  // A run is charged its compressed bytes; a decoded frame is charged by the FrameCache that
+  // holds it (charging the decode here too counted it twice, and with the chunk-cache writes
+  // after delivery those charges outlived the read: reads back to back on a small budget made
+  // make_room() evict the very frame the next read needed). Store-only runs (fill, readahead)
+  // stay within their share; a read's run may go past the limit.
+  const Charge kind = store_only ? charge_for(priority) : Charge::kRead;
+  const uint64_t charge = reserve_for(compressed, kind);
   if (charge == 0) {
     requeue(run, seq_of);
     return;
@@ -438,7 +470,7 @@ void FrameFetcher::process_run(const std::vector<uint32_t>& run, const std::vect
   std::vector<uint32_t> missing;
   for (uint32_t f : run) {
     // A fill frame already cached, that nobody waits for: nothing to read, nothing to decode.
-    if (background && chunk_cache_ != nullptr && want(f, seq_of[f], false) != Want::kWanted &&
+    if (store_only && want(f, seq_of[f], false) != Want::kWanted && !(priority == Priority::kReadahead && keep_if_room(f, seq_of[f])) &&
         chunk_cache_->contains(frames_[f].digest) && want(f, seq_of[f], true) != Want::kWanted) {
       continue;
     }
@@ -446,6 +478,7 @@ void FrameFetcher::process_run(const std::vector<uint32_t>& run, const std::vect
       auto cached = chunk_cache_->get(frames_[f].digest);
       if (cached.ok()) {
         auto decoded = reader_.decode_frame(f, std::as_bytes(std::span(cached->data(), cached->size())));
+        counters_.frames_decoded.fetch_add(1, std::memory_order_relaxed);
         if (decoded.ok()) {
           counters_.frames_from_chunk_cache.fetch_add(1, std::memory_order_relaxed);
           complete(f, seq_of[f], FetchedFrame{std::make_shared<const std::string>(std::move(decoded).value()), nullptr});
@@ -489,6 +522,7 @@ void FrameFetcher::process_run(const std::vector<uint32_t>& run, const std::vect
       Result<FetchedFrame> out = failed;
       if (failed.ok()) {
         auto decoded = reader_.decode_frame(f, bytes_of(f));
+        counters_.frames_decoded.fetch_add(1, std::memory_order_relaxed);
         if (decoded.ok()) {
           if (chunk_cache_ != nullptr) to_cache.push_back(f);
           counters_.frames_from_store.fetch_add(1, std::memory_order_relaxed);
@@ -505,14 +539,15 @@ void FrameFetcher::process_run(const std::vector<uint32_t>& run, const std::vect
     std::vector<uint32_t> fill_only;
     for (size_t k = i; k < j; ++k) {
       const uint32_t f = missing[k];
-      if (background && failed.ok() && chunk_cache_ != nullptr && want(f, seq_of[f], false) != Want::kWanted) {
+      if (store_only && failed.ok() && !(priority == Priority::kReadahead && keep_if_room(f, seq_of[f])) &&
+          want(f, seq_of[f], false) != Want::kWanted) {
         fill_only.push_back(f);
       } else {
         deliver(f);
       }
     }
     for (uint32_t f : fill_only) {
-      if (!store_unwanted(f, seq_of[f], bytes_of(f))) deliver(f);  // a reader joined meanwhile
+      if (!store_unwanted(f, seq_of[f], bytes_of(f), background)) deliver(f);  // a reader joined meanwhile
     }
     // The chunk cache is written after the waiters have their frames: a blob write and an LMDB
     // commit are disk work a reader should not wait for.
@@ -523,7 +558,21 @@ void FrameFetcher::process_run(const std::vector<uint32_t>& run, const std::vect
     }
     i = j;
   }
-  release_charge(charge, background);
+  release_charge(charge, kind);
+}
+
+bool FrameFetcher::keep_if_room(uint32_t frame, uint64_t seq) {
+  std::lock_guard lock(mu_);
+  auto it = pending_.find(frame);
+  if (it == pending_.end() || it->second.seq != seq) return false;
+  Pending& p = it->second;
+  if (p.keep_in_memory) return true;
+  const uint64_t size = frames_[frame].uncompressed_size;
+  if (memory_.ahead_bytes() + ahead_reserved_ + size > config_.ahead_memory_bytes) return false;
+  p.keep_in_memory = true;
+  p.ahead_reserved = size;
+  ahead_reserved_ += size;
+  return true;
 }
 
 FrameFetcher::Want FrameFetcher::want(uint32_t frame, uint64_t seq, bool forget_if_unwanted) {
@@ -535,7 +584,7 @@ FrameFetcher::Want FrameFetcher::want(uint32_t frame, uint64_t seq, bool forget_
   return Want::kUnwanted;
 }
 
-bool FrameFetcher::store_unwanted(uint32_t frame, uint64_t seq, std::span<const std::byte> compressed) {
+bool FrameFetcher::store_unwanted(uint32_t frame, uint64_t seq, std::span<const std::byte> compressed, bool fill) {
   if (chunk_cache_ == nullptr || want(frame, seq, false) == Want::kWanted) return false;
   const format::FrameInfo& info = frames_[frame];
   if (format::xxh3_128(compressed) != info.digest) return false;  // decode_frame reports it
@@ -544,7 +593,7 @@ bool FrameFetcher::store_unwanted(uint32_t frame, uint64_t seq, std::span<const 
   ignore_error(chunk_cache_->put(info.digest, compressed), "the chunk cache warns once and backs off");
   if (want(frame, seq, true) == Want::kWanted) return false;  // a reader joined during the put
   counters_.frames_from_store.fetch_add(1, std::memory_order_relaxed);
-  counters_.prefetched_frames.fetch_add(1, std::memory_order_relaxed);
+  (fill ? counters_.prefetched_frames : counters_.readahead_stored).fetch_add(1, std::memory_order_relaxed);
   return true;
 }
 

@@ -19,10 +19,18 @@
 //    verification is dropped and refetched, counted (chunk_cache_bad) and logged, one line per
 //    copy, at most 10 a minute.
 //  - Buffers (compressed bytes in flight, decompressed frames) are charged to the MemoryBudget;
-//    on-demand and readahead fetches shrink the FrameCache to make room. Prefetch and background
-//    work may shrink it too, but only while their own buffers in flight stay within
-//    `fill_memory_bytes`; past that they wait (a small budget full of the job's frames must not
-//    stall the fill, and the fill must not take the budget from reads).
+//    on-demand fetches shrink the FrameCache to make room (and go past the limit if they must).
+//    Readahead, and prefetch and background work, may shrink it too, but each only while its own
+//    buffers in flight stay within `fill_memory_bytes`; past that they wait (a small budget full
+//    of the job's frames must not stall the fill, and neither may take the budget from reads).
+//  - Readahead with a chunk cache (issue 15, memory): a readahead frame nobody waits for yet is
+//    stored in the chunk cache undecoded, like a fill frame, and decoded into memory only when
+//    the frames held ahead stay within `ahead_memory_bytes` (keep_if_room); those are evicted
+//    only after every frame already read (FrameCache's ahead class). The reader that gets past
+//    them decodes the rest from the chunk cache (the blob is in the page cache). So memory holds
+//    the frames being read and the next few, not the whole window: readahead frames no longer
+//    evict each other before their reader comes (node partial job at a 32 MiB budget: 144
+//    decodes of its 50 frames instead of 336).
 //  - Background fill (prefetch and background priority, issue 15): a frame nobody waits for and
 //    nobody keeps in memory is only checked against its digest and stored in the chunk cache, not
 //    decompressed (the chunk-cache hit that serves it later decodes and verifies it in full): on
@@ -92,6 +100,12 @@ struct FetcherConfig {
   // Fill buffers in flight may take at most this much of the memory budget (evicting in-memory
   // frames for it); 0: a quarter of the budget (set by Filesystem).
   uint64_t fill_memory_bytes = 0;
+  // Readahead frames decoded into memory before anyone read them may take at most this much of it
+  // (evicted last); 0: a quarter of the budget (set by Filesystem). A quarter: the next frame or
+  // two of a walk are decoded ahead on a free core, and with the fill's and readahead's quarters
+  // in flight a quarter still holds the frames being read (evicting the frame a job is reading
+  // costs a decode per file read from it).
+  uint64_t ahead_memory_bytes = 0;
   // A fetch still in flight after this long is not joined by new requests: they start a fresh
   // fetch, and the old one's result, whenever it comes, is dropped. A stalled connection can
   // take the store's low-speed timeout (a minute) to fail; meanwhile every read of that frame
@@ -117,6 +131,8 @@ struct FetchCounters {
   std::atomic<uint64_t> fill_retried{0};         // failed fill fetches whose readers were queued again
   std::atomic<uint64_t> fetches_restarted{0};    // stuck fetches replaced (restart_after_ms)
   std::atomic<uint64_t> frames_spilled{0};       // large frames decoded into a FrameSpill file
+  std::atomic<uint64_t> readahead_stored{0};     // readahead frames stored in the chunk cache undecoded
+  std::atomic<uint64_t> frames_decoded{0};       // decompressions of a whole frame (into memory or a spill file)
 };
 
 // A delivered frame: its bytes in memory, or (a frame over spill_over_bytes) a file holding
@@ -167,6 +183,7 @@ class FrameFetcher {
     std::vector<FrameCallback> waiters;
     std::chrono::steady_clock::time_point claimed_at{};
     uint8_t corrupt_refetches = 0;  // fresh GETs after bytes that failed their digest (complete())
+    uint64_t ahead_reserved = 0;  // bytes of ahead_reserved_ taken by keep_if_room for this fetch
   };
   using QueueKey = std::tuple<uint8_t, uint64_t, uint32_t>;  // (priority, arrival, frame)
 
@@ -174,16 +191,25 @@ class FrameFetcher {
   void worker_loop();
   // Takes the most urgent runnable frame plus its queued neighbours; empty if none may run now.
   // `seqs` gets the claimed fetches' identities, in the order of the frames.
-  std::vector<uint32_t> claim_run_locked(bool& background, std::vector<uint64_t>& seqs);
-  void process_run(const std::vector<uint32_t>& frames, const std::vector<uint64_t>& seqs, bool background);
+  std::vector<uint32_t> claim_run_locked(Priority& priority, std::vector<uint64_t>& seqs);
+  void process_run(const std::vector<uint32_t>& frames, const std::vector<uint64_t>& seqs, Priority priority);
   // Delivers the result of fetch `seq` of `frame`; a fetch that was replaced is ignored.
   void complete(uint32_t frame, uint64_t seq, const Result<FetchedFrame>& result);
-  uint64_t reserve_for(uint64_t bytes, bool background);
-  void release_charge(uint64_t bytes, bool background);
-  // A fill frame read from the store that no reader waits for and nobody keeps in memory: checks
-  // its digest, stores it in the chunk cache and forgets it; false (nothing done) when it is
-  // wanted after all, or the chunk cache is off.
-  bool store_unwanted(uint32_t frame, uint64_t seq, std::span<const std::byte> compressed);
+  // What a run's buffers are charged as: a read's (forced past the limit: reads must progress),
+  // or readahead's or the fill's (each within its share of `fill_memory_bytes`, else 0: requeue).
+  enum class Charge { kRead, kReadahead, kFill };
+  static Charge charge_for(Priority priority);
+  uint64_t reserve_for(uint64_t bytes, Charge charge);
+  void release_charge(uint64_t bytes, Charge charge);
+  // A fill or readahead frame read from the store that no reader waits for and nobody keeps in
+  // memory: checks its digest, stores it in the chunk cache and forgets it; false (nothing done)
+  // when it is wanted after all, or the chunk cache is off. `fill`: counted as prefetched.
+  bool store_unwanted(uint32_t frame, uint64_t seq, std::span<const std::byte> compressed, bool fill);
+  // A readahead frame is decoded into memory only while the frames held ahead (decoded, not read
+  // yet) stay within `ahead_memory_bytes`: then marks fetch `seq` of `frame` to be kept and
+  // returns true. Past that, readahead evicting other readahead before its reader came made a
+  // small budget thrash.
+  bool keep_if_room(uint32_t frame, uint64_t seq);
   // Whether fetch `seq` of `frame` has readers or is kept in memory; when not (and asked),
   // forgets it: a fill frame that needs no decode.
   enum class Want { kWanted, kUnwanted, kReplaced };
@@ -226,7 +252,9 @@ class FrameFetcher {
   int active_ = 0;
   bool stop_ = false;
   bool background_stopped_ = false;
-  std::atomic<uint64_t> fill_in_flight_{0};  // budget charges of fill runs
+  std::atomic<uint64_t> fill_in_flight_{0};       // budget charges of fill runs
+  std::atomic<uint64_t> readahead_in_flight_{0};  // budget charges of store-only readahead runs
+  uint64_t ahead_reserved_ = 0;  // guarded by mu_: frames keep_if_room kept that are not in memory yet
   std::mutex log_mu_;  // guards bad_copy_log_
   LogRateLimit bad_copy_log_;
   std::vector<std::jthread> workers_;

@@ -25,6 +25,8 @@ void for_each_field(S& s, F&& f) {
   f("on_demand_bytes", s.on_demand_bytes);
   f("chunk_cache_bad", s.chunk_cache_bad);
   f("frames_spilled", s.frames_spilled);
+  f("frames_decoded", s.frames_decoded);
+  f("readahead_stored", s.readahead_stored);
   f("fetch_errors", s.fetch_errors);
   f("files_opened", s.files_opened);
   f("open_handles", s.open_handles);

@@ -2,7 +2,9 @@
 // Background fill (issue 15): the policy (pure), and the machinery behind reads: a read queued
 // behind a busy fill is served within one fetch, a failing fill fails no read, stop_fill() ends
 // the fill at once, fill frames go to the chunk cache undecoded, and fill stays within its share
-// of the memory budget and still progresses when the job's frames fill that budget.
+// of the memory budget and still progresses when the job's frames fill that budget. Memory:
+// readahead frames go to the chunk cache undecoded too (a walk through a small budget decodes
+// each frame about once), and the budget's peak stays bounded under fill, readahead and reads.
 #include <catch2/catch.hpp>
 
 #include <fcntl.h>
@@ -294,4 +296,96 @@ TEST_CASE("fill progresses when the job's frames hold the whole memory budget", 
     if (e.type == format::EntryType::kRegular && e.size > 0) REQUIRE(m.read(m.fs->index().path(id), 1 << 20).ok());
   }
   CHECK(m.source->reads == m.mount_reads);
+}
+
+TEST_CASE("readahead goes to the chunk cache undecoded: memory holds a quarter of the budget ahead, within the budget under a fill", "[unit][concurrency]") {
+  Mount m(120);  // the archive only: the fetcher is driven directly
+  auto file = LocalFileSource::open(m.archive);
+  REQUIRE(file.ok());
+  auto reader = format::ArchiveReader::open(std::shared_ptr<const ByteSource>(std::move(file).value()));
+  REQUIRE(reader.ok());
+  auto cache = fs::ChunkCache::open({m.dir / "cache2", 1ull << 30});
+  REQUIRE(cache.ok());
+  const uint64_t frame = 16 << 10;
+  fs::MemoryBudget budget(8 * frame);  // a budget of 8 frames
+  fs::FrameCache memory(budget);
+  fs::FetcherConfig fc;
+  fc.fill_memory_bytes = budget.limit() / 4;
+  fc.ahead_memory_bytes = budget.limit() / 4;
+  fc.spill_over_bytes = 1 << 20;
+  const uint32_t frames = static_cast<uint32_t>((*reader)->index().frames().size());
+  REQUIRE(frames > 40);
+  {
+    fs::FrameFetcher fetcher(**reader, *cache, memory, budget, fc);
+    fetcher.prefetch(0, frames - 1, fs::Priority::kBackground);  // the fill, then readahead over it
+    fetcher.prefetch(0, frames - 1, fs::Priority::kReadahead);
+    fetcher.wait_idle();
+    const fs::FetchCounters& c = fetcher.counters();
+    INFO("held " << memory.held_bytes() << " of " << budget.limit() << ", peak " << budget.peak() << ", decoded "
+                 << c.frames_decoded << ", readahead stored " << c.readahead_stored << " of " << frames << " frames");
+    // Before: every readahead frame was decoded into memory, the budget full of frames nobody had
+    // asked for yet, and readahead runs were charged as reads, past the limit.
+    CHECK(memory.held_bytes() <= fc.ahead_memory_bytes + frame);
+    CHECK(c.frames_decoded <= 3);
+    CHECK(c.readahead_stored + c.prefetched_frames + c.frames_decoded >= frames);
+    CHECK(budget.peak() <= budget.limit());
+    // Every frame is in the chunk cache: each one is served without the store.
+    for (uint32_t f = 0; f < frames; ++f) REQUIRE(fetcher.get_sync(f).ok());
+    CHECK(c.frames_from_chunk_cache + c.frames_from_memory == frames);
+  }
+}
+
+TEST_CASE("locality prefetch: the first open in a directory fetches the frames of its other files", "[unit]") {
+  Mount m(120);
+  fs::FilesystemConfig c;
+  c.fill = fs::FillPolicy{fs::FillPolicy::Mode::kNone, 0};
+  c.idle_trim_ms = 0;
+  c.directory_prefetch_frames = 64;  // the whole directory (16 KiB frames)
+  m.open(c);
+  // A directory whose files span 3 frames or more, and its first file.
+  const auto& index = m.fs->index();
+  format::EntryId dir = 0, file = 0;
+  uint32_t first = 0, last = 0;
+  for (format::EntryId d = 0; d < index.entry_count() && last - first < 2; ++d) {
+    if (index.entry(d).type != format::EntryType::kDirectory) continue;
+    const auto kids = index.children(d);
+    bool any = false;
+    for (uint32_t i = 0; i < kids.count; ++i) {
+      const format::Entry k = index.entry(kids.first + i);
+      if (k.type != format::EntryType::kRegular || k.size == 0) continue;
+      const auto [a, b] = index.frames_for_range(k.data_offset, k.size);
+      if (!any) file = k.id, first = a, last = b;
+      any = true;
+      first = std::min(first, a);
+      last = std::max(last, b);
+    }
+    if (!any || last - first < 2) first = last = 0;
+    else dir = d;
+  }
+  INFO("directory " << index.path(dir) << ": frames " << first << "-" << last);
+  REQUIRE(last - first >= 2);
+  auto h = m.fs->open(file, O_RDONLY);  // opened, not read
+  REQUIRE(h.ok());
+  m.fs->wait_prefetch_idle();
+  m.fs->release(*h);
+  const auto s = m.fs->stats();
+  CHECK(s.frames_from_store >= last - first);  // the directory's frames past the opened file's
+  CHECK(s.on_demand_bytes == s.store_bytes);   // at readahead priority, counted with the reads
+  // Its other files are now read without the store.
+  const uint64_t reads = m.source->reads;
+  const auto kids = index.children(dir);
+  for (uint32_t i = 0; i < kids.count; ++i) {
+    const format::Entry k = index.entry(kids.first + i);
+    if (k.type == format::EntryType::kRegular && k.size > 0) REQUIRE(m.read(index.path(k.id), static_cast<size_t>(k.size)).ok());
+  }
+  CHECK(m.source->reads == reads);
+
+  c.directory_prefetch_frames = 0;  // off: an open fetches nothing
+  m.open(c, false);                 // (no chunk cache: the first mount's frames are in it)
+  m.source->reads = 0;
+  auto h2 = m.fs->open(file, O_RDONLY);
+  REQUIRE(h2.ok());
+  m.fs->wait_prefetch_idle();
+  m.fs->release(*h2);
+  CHECK(m.fs->stats().store_range_reads == 0);
 }
