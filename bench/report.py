@@ -65,6 +65,10 @@ SCENARIOS = [
     ("bytes", "Bytes fetched against bytes read", "What the partial job reads against what each approach "
      "downloads. lazycache's figure is counted by the link proxy (bytes the store sent).", []),
 ]
+# Issue 17 item 4 (bench/scenarios.sh, lc_incremental_rows).
+SCENARIOS.append(("incr_save", "Incremental save", "`unmount --save` of a mount of the fixture's entry "
+                  "(--fill none, cold chunk cache) after one changed file, and on node after 1 % of the "
+                  "files changed, against a full `lazycache save` of the tree from local disk.", []))
 TITLES = {s[0]: s[1] for s in SCENARIOS}
 EXTRA_PEERS = {s[0]: s[3] for s in SCENARIOS}
 # Job scenarios -> the scenario whose "job alone on a local tree" row is their reference.
@@ -339,6 +343,36 @@ def traced_goals(g, link_profiles):
     return out
 
 
+# Issue 17 item 4: (fixture, tool prefix, time limit in s or None, fraction of a full save or None).
+INCREMENTAL_TARGETS = [("node", "lazycache unmount --save, one changed file", 0.5, None),
+                       ("large", "lazycache unmount --save, one changed file", 2.0, None),
+                       ("node", "lazycache unmount --save, 1 %", None, 0.2)]
+
+
+def incremental_goals(g, link_profiles):
+    out = []
+    for prof in link_profiles:
+        for fx, tool, limit, share in INCREMENTAL_TARGETS:
+            r = find_row(g, "incr_save", fx, prof, tool)
+            full = find_row(g, "incr_save", fx, prof, "lazycache save (full")
+            if r is None:
+                continue
+            t = r["median_s"]
+            if limit is not None:
+                out.append((f"{tool} ({fx}): time", prof, f"{t:.2f} s", f"<= {limit:g} s", "met" if t <= limit else "NOT met"))
+            if share is not None and full:
+                x = t / full["median_s"]
+                out.append((f"{tool} ({fx}): time against a full save ({t:.2f} s ÷ {full['median_s']:.2f} s)", prof,
+                            f"{x:.2f}x", f"<= {share:g}x", "met" if x <= share else "NOT met"))
+            n = r["note"]
+            if limit is not None and all(k in n for k in ("uploaded_mib", "changed_zst_bytes", "index_mib")):
+                ref = n["changed_zst_bytes"] / 1048576 + n["index_mib"] + n.get("read_back_mib", 0)
+                x = n["uploaded_mib"] / ref if ref > 0 else float("inf")
+                out.append((f"{tool} ({fx}): MiB uploaded ({n['uploaded_mib']:.1f}) against changed files compressed "
+                            f"+ index + runs read back ({ref:.1f})", prof, f"{x:.2f}x", "<= 2x", "met" if x <= 2 else "NOT met"))
+    return out
+
+
 def goal_rows(g):
     """The goals the project is held to (issues 6, 15, 16), each as a figure of this run: (goal,
     where, measured, target, verdict). A goal whose rows were not measured is left out."""
@@ -350,6 +384,7 @@ def goal_rows(g):
         return "met" if ok else "NOT met"
 
     out += overhead_goals(g, link_profiles)
+    out += incremental_goals(g, link_profiles)
     out += restore_goals(g, fixtures, link_profiles)
     out += traced_goals(g, link_profiles)
     for fx in fixtures:

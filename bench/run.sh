@@ -313,6 +313,7 @@ for prof in $PROFILES; do
   for fx in $FIXTURES; do
     if [ "$fx" = large ] && [[ " $LARGE_PROFILES " != *" $prof "* ]]; then say "large fixture: not on $prof (LC_BENCH_LARGE_PROFILES)"; continue; fi
     if [ "$fx" = random ]; then run_transfer_scenarios "$fx" "$prof"; else run_link_scenarios "$fx" "$prof"; lc_traced_job "$fx" "$prof"; fi
+    case $fx in node|large) lc_incremental_rows "$fx" "$prof" ;; esac  # issue 17 item 4 (scenarios.sh)
   done
   stop_proxy
 done

@@ -441,4 +441,39 @@ lc_traced_job() {
     'note_add fetched_bytes $(( $(fetched_bytes) - B0 )); note_add job_file_bytes '"$jbytes"'; note_add archive_bytes '"$abytes"'; note_add tree_file_bytes '"$tree_file_bytes"'; note_lc_figures'
   lc_unmount "$JOBD"
   rm -rf "$JOBD"
+
+# ---- issue 17 item 4: an incremental save costs what changed ----
+# lc_incremental_rows FX PROF: a full `lazycache save` of the fixture's tree from local disk (the
+# base), then `unmount --save` of a mount of it (--restore-keys the base, --fill none, cold chunk
+# cache) after one changed file (the 5000th in C-locale path order gets a line appended) and, on
+# node, after 1 % of the files changed (every 100th). Notes: MiB the runner uploaded and read
+# back (the save line; the store copied the rest), the changed files compressed (zstd -3) and
+# the new entry's index + seek table (`lazycache info`), for report.py's goals.
+lc_incremental_rows() {
+  local fx=$1 prof=$2 T=${TREE[$1]} mode BASE
+  if ! lc_has save || ! lc_has_opt unmount --save; then
+    not_measured incr_save "$fx" "$prof" "lazycache unmount --save, one changed file" "$(lc_why save) (or no unmount --save)"
+    return 0
+  fi
+  JOBP=$W/job-$fx JOBD=$W/job-$fx/$(basename "$T")
+  lc_unmount "$JOBD"; rm -rf "$JOBD"; mkdir -p "$JOBP"; cp -a "$T" "$JOBP/"
+  (cd "$JOBD" && find . -type f -printf '%P\n' | LC_ALL=C sort) > "$W/incr-all.txt"
+  lc_store
+  say "incremental save ($fx, $prof)"
+  measure incr_save "$fx" "$prof" "lazycache save (full, from local disk)" 'next_seq' \
+    '"$LC" save "${LC_STORE_OPTS[@]}" --key "incr-$fx-$prof-$SEQ" "$JOBD"'
+  BASE=incr-$fx-$prof-$SEQ
+  local modes=(one)
+  [ "$fx" = node ] && modes+=(1pct)
+  for mode in "${modes[@]}"; do
+    if [ "$mode" = one ]; then awk 'NR == 5000' "$W/incr-all.txt" > "$W/incr-picked.txt"
+    else awk 'NR % 100 == 0' "$W/incr-all.txt" > "$W/incr-picked.txt"; fi
+    local label="one changed file"
+    [ "$mode" = 1pct ] && label="1 % of the files changed ($(wc -l < "$W/incr-picked.txt") files)"
+    # Untimed: a mount of the base under a new key, the change made through it.
+    local PREP_INCR='next_seq; lc_unmount "$JOBD"; rm -rf "$JOBD"; mkdir -p "$JOBD"; lc_clear_cache; "$LC" mount "${LC_STORE_OPTS[@]}" --key "incr-$fx-$prof-new-$SEQ" --restore-keys "'"$BASE"'" --fill none "$JOBD" && (cd "$JOBD" && while read -r f; do printf "// changed\n" >> "$f"; done < "$W/incr-picked.txt")'
+    local AFTER_INCR='l=$(grep "as key incr-$fx-$prof-new-$SEQ" "$LOG" | tail -1); note_add uploaded_mib "$(sed -n "s/.*uploaded \([0-9.]*\) MiB.*/\1/p" <<<"$l" | head -1)"; note_add read_back_mib "$(sed -n "s/.*MiB (\([0-9.]*\) MiB of it read back.*/\1/p" <<<"$l" | head -1)"; note_add changed_zst_bytes "$(cd "'"$T"'" && tr "\n" "\0" < "$W/incr-picked.txt" | xargs -0 cat | zstd -q -3 -c | wc -c)"; note_add index_mib "$("$LC" info "${LC_STORE_OPTS[@]}" --key "incr-$fx-$prof-new-$SEQ" | awk "/^index \+ table:/ { v = \$4; u = \$5; print (u == \"KiB\" ? v / 1024 : u == \"B\" ? v / 1048576 : v) }")"'
+    measure incr_save "$fx" "$prof" "lazycache unmount --save, $label" "$PREP_INCR" '"$LC" unmount --save "$JOBD"' "$AFTER_INCR"
+  done
+  lc_unmount "$JOBD"; rm -rf "$JOBD"
 }

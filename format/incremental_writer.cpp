@@ -843,7 +843,7 @@ Result<IncrementalStats> write_incremental_archive(const std::vector<PackRoot>& 
   if (!base.index || !base.fetch_frames) return Status(ErrorCode::kInvalidArgument, "incremental save needs a base index and a frame fetcher");
 
   LC_ASSIGN_OR_RETURN(BaseLayout layout, build_layout(*base.index));
-  LC_ASSIGN_OR_RETURN(ScannedTree tree, scan_for_pack(roots, config.xattrs, config.warn));
+  LC_ASSIGN_OR_RETURN(ScannedTree tree, base.tree ? base.tree() : scan_for_pack(roots, config.xattrs, config.warn));
 
   IncrementalWriter writer(tree, base, layout, sink, config);
   LC_RETURN_IF_ERROR(writer.run(changed));

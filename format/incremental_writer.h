@@ -51,6 +51,7 @@
 #include "common/status.h"
 #include "format/archive.h"
 #include "format/archive_writer.h"
+#include "format/tree_scan.h"
 
 namespace lazycache::format {
 
@@ -93,6 +94,10 @@ struct IncrementalBase {
   // the learned order is new, else reuse). kRelayout without a relayout plan means kReuse;
   // kFullPack makes write_incremental_archive return kCancelled, nothing written or committed.
   std::function<IncrementalChoice(const IncrementalEstimate&)> choose;
+  // Optional: the tree of `roots` exactly as scan_for_pack would find it, built without walking
+  // them (the merged view of writable mounts, from this base's index and their upper layers:
+  // fs/overlay_tree.h). Files are still read through the roots. Without it the roots are scanned.
+  std::function<Result<ScannedTree>()> tree;
 };
 
 struct IncrementalStats {

@@ -307,6 +307,31 @@ Result<std::vector<Xattr>> read_xattrs_at(const std::string& path, const std::st
                           [p](const char* name, void* buf, size_t size) { return ::lgetxattr(p, name, buf, size); }, what, set);
 }
 
+Result<uint32_t> add_implicit_ancestors(ScannedTree& t, const NormalizedRoot& r,
+                                        const std::function<uint32_t(IndexNode, uint32_t)>& add) {
+  auto comps = split_path(r.member_prefix);
+  std::string base = r.original_path.substr(0, r.original_path.size() - r.member_prefix.size());  // ends with '/'
+  uint32_t parent = 0;
+  for (size_t i = 0; i + 1 < comps.size(); ++i) {
+    uint32_t found = UINT32_MAX;
+    for (uint32_t c : t.model.nodes[parent].children)
+      if (t.model.nodes[c].name == comps[i]) found = c;
+    if (found == UINT32_MAX) {
+      IndexNode n;
+      n.name = comps[i];
+      n.type = EntryType::kDirectory;
+      n.implicit_dir = true;
+      struct stat st;
+      if (::stat((base + join(comps, i + 1)).c_str(), &st) == 0 && S_ISDIR(st.st_mode)) Scanner::fill_from_stat(n, st);
+      found = add(std::move(n), parent);
+    } else if (!t.model.nodes[found].implicit_dir) {
+      return Status(ErrorCode::kInvalidArgument, "path " + r.original_path + " lies inside another path being packed");
+    }
+    parent = found;
+  }
+  return parent;
+}
+
 Result<ScannedTree> scan_tree(const std::vector<NormalizedRoot>& roots, XattrSet xattrs,
                               const std::function<void(const std::string&)>& warn) {
   ScannedTree t;
@@ -318,25 +343,7 @@ Result<ScannedTree> scan_tree(const std::vector<NormalizedRoot>& roots, XattrSet
   for (size_t ri = 0; ri < roots.size(); ++ri) {
     const auto& r = roots[ri];
     auto comps = split_path(r.member_prefix);
-    std::string base = r.original_path.substr(0, r.original_path.size() - r.member_prefix.size());  // ends with '/'
-    uint32_t parent = 0;
-    for (size_t i = 0; i + 1 < comps.size(); ++i) {  // implicit ancestors, shared between roots
-      uint32_t found = UINT32_MAX;
-      for (uint32_t c : t.model.nodes[parent].children)
-        if (t.model.nodes[c].name == comps[i]) found = c;
-      if (found == UINT32_MAX) {
-        IndexNode n;
-        n.name = comps[i];
-        n.type = EntryType::kDirectory;
-        n.implicit_dir = true;
-        struct stat st;
-        if (::stat((base + join(comps, i + 1)).c_str(), &st) == 0 && S_ISDIR(st.st_mode)) Scanner::fill_from_stat(n, st);
-        found = s.add_node(std::move(n), parent, -1);
-      } else if (!t.model.nodes[found].implicit_dir) {
-        return Status(ErrorCode::kInvalidArgument, "path " + r.original_path + " lies inside another path being packed");
-      }
-      parent = found;
-    }
+    LC_ASSIGN_OR_RETURN(uint32_t parent, add_implicit_ancestors(t, r, [&](IndexNode n, uint32_t p) { return s.add_node(std::move(n), p, -1); }));
     std::string dir_path = r.original_path.substr(0, r.original_path.rfind('/'));
     int dfd = ::open(dir_path.empty() ? "/" : dir_path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dfd < 0) return errno_status("opening " + (dir_path.empty() ? std::string("/") : dir_path));

@@ -36,6 +36,13 @@ struct ScannedTree {
 Result<ScannedTree> scan_tree(const std::vector<NormalizedRoot>& roots, XattrSet xattrs,
                               const std::function<void(const std::string&)>& warn);
 
+// The implicit ancestor directories of root `r` (every component of its member prefix but the
+// last), shared between roots, with the metadata of the directories holding its path on disk:
+// missing ones are added with add(node, parent). Returns the node the root goes under. Errors:
+// kInvalidArgument when `r` lies inside another root already in `t`.
+Result<uint32_t> add_implicit_ancestors(ScannedTree& t, const NormalizedRoot& r,
+                                        const std::function<uint32_t(IndexNode, uint32_t)>& add);
+
 // Reads the xattrs of `set` (archive_writer.h) of an open fd, sorted by name.
 Result<std::vector<Xattr>> read_xattrs(int fd, const std::string& what, XattrSet set = XattrSet::kStored);
 // The same for the file at `path`, not following a final symlink (l*xattr), without opening it.

@@ -50,6 +50,11 @@ Result<IncrementalSaveCounts> save_incremental(const std::vector<SaveRecord>& re
                                                std::shared_ptr<remote::ObjectStore> store, const std::string& object_key,
                                                const remote::PutOptions& put, const format::PackConfig& pack);
 
+// LAZYCACHE_SAVE_CROSSCHECK=1 (the writable tests set it): the tree an incremental save builds
+// from the base index and upper/ is compared with a scan of the mounts, and a difference fails
+// the save (kInternal, "cross-check: ..."; not a fallback to a full pack, so a test sees it).
+bool save_crosscheck_enabled();
+
 // The member name a save gives the path of `r`: the name the mounted entry gave the root mounted
 // there (SaveRecord::base_member) when the path ends in it (an index records each root's path,
 // which must end in its member name), else the path's own absolute name (tools/cmd_save.cpp's

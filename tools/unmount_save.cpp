@@ -129,6 +129,7 @@ Status save_group(const Group& g, SaveOutcome* out) {
       out->skipped_existing = true;
       return Status();
     }
+    if (inc.error().code() == ErrorCode::kInternal && save_crosscheck_enabled()) return inc.error();
     if (inc.error().code() == ErrorCode::kCancelled) {
       out->plan = inc.error().message();  // the chooser's: a full pack costs less
     } else {

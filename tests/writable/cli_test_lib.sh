@@ -7,6 +7,8 @@ cli_test_setup() {
   LC=$1
   W=$(mktemp -d "/tmp/$2.XXXXXX")
   export LAZYCACHE_RUN_DIR=$W/run LAZYCACHE_CACHE_DIR=$W/cache/chunks LAZYCACHE_STORE=$W/store
+  # Incremental saves also scan the mount and fail if the tree they built differs (tools/incremental_save.h).
+  export LAZYCACHE_SAVE_CROSSCHECK=1
   P=$W/ws/deps
   trap cli_test_cleanup EXIT
   if ! { exec 9<>/dev/fuse; } 2>/dev/null; then echo "SKIP: /dev/fuse cannot be opened"; exit 0; fi

@@ -3,13 +3,15 @@
 // sequences of file-system operations are applied through FUSE to the mount and, with the same
 // system calls, to a plain copy of the archived tree. Every step must succeed or fail alike (same
 // errno), and after every step the two trees must be equal: type, mode, size, content, symlink
-// target and link count of every entry. Seeded: a failure prints its seed and step, and
+// target and link count of every entry; and the tree an incremental save builds from the archive
+// index and upper/ (fs/overlay_tree.h) must be the one a scan of the mount finds. Seeded: a failure prints its seed and step, and
 // LC_REFTEST_SEED=N reruns that one sequence. Skipped when /dev/fuse cannot be opened.
 #include <catch2/catch.hpp>
 
 #include <fcntl.h>
 #include <stdio.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -20,6 +22,8 @@
 #include <vector>
 
 #include "common/posix_files.h"
+#include "format/pack_order.h"
+#include "fs/overlay_tree.h"
 #include "mounted_overlay.h"
 
 using namespace lazycache;
@@ -74,6 +78,20 @@ std::string difference(const std::string& mount, const std::string& plain) {
 
 int errno_of(int rc) { return rc < 0 ? errno : 0; }
 
+// What `unmount --save` builds from the base index and upper/ (fs/overlay_tree.h) against what a
+// scan of the mount finds: "" when they agree. Both name the root by the mount's own path (a
+// scan finds a root on disk by its member name's last component).
+std::string tree_difference(const MountedOverlay& m) {
+  const auto root = m.lower->index().lookup_path("src");
+  if (!root) return "no src in the archive";
+  auto built = fs::merged_overlay_tree(m.lower->index(), {fs::OverlayTreeRoot{m.mnt, "", *root, m.overlay->upper_dir()}},
+                                       fs::OverlayTreeOptions{format::XattrSet::kUser, std::nullopt, {}});
+  if (!built.ok()) return "merged_overlay_tree: " + built.error().to_string();
+  auto scanned = format::scan_for_pack({format::PackRoot{m.mnt}}, format::XattrSet::kUser, [](const std::string&) {});
+  if (!scanned.ok()) return "scan of the mount: " + scanned.error().to_string();
+  return fs::scanned_tree_difference(*built, *scanned);
+}
+
 // A random operation, chosen against the plain tree and applied to `root`; the result is errno.
 class Operations {
  public:
@@ -91,7 +109,7 @@ class Operations {
       const std::string name = "n" + std::to_string(counter_++);
       return dir.empty() ? name : dir + "/" + name;
     };
-    kind_ = std::uniform_int_distribution<int>(0, 10)(rng_);
+    kind_ = std::uniform_int_distribution<int>(0, 12)(rng_);
     // Never the root itself as the entry operated on: renaming or removing a mount point is a
     // VFS matter (EXDEV, EBUSY), not the overlay's.
     do {
@@ -107,7 +125,7 @@ class Operations {
 
   std::string describe_op() const {
     static const char* kNames[] = {"write", "truncate", "unlink", "mkdir", "rmdir", "rename",
-                                   "symlink", "link", "chmod", "create-excl", "append"};
+                                   "symlink", "link", "chmod", "create-excl", "append", "utimens", "setxattr"};
     return std::string(kNames[kind_]) + " '" + a_ + "' '" + b_ + "' off=" + std::to_string(offset_) +
            " size=" + std::to_string(size_) + " mode=" + std::to_string(mode_);
   }
@@ -125,6 +143,11 @@ class Operations {
       case 7: return errno_of(::link(a.c_str(), b.c_str()));
       case 8: return errno_of(::chmod(a.c_str(), mode_));
       case 9: return write_at(a, O_WRONLY | O_CREAT | O_EXCL, 0);
+      case 11: {  // a time of its own per operation, so a lost change shows
+        const timespec t[2] = {{static_cast<time_t>(1500000000 + offset_), 0}, {static_cast<time_t>(1500000000 + offset_), 123}};
+        return errno_of(::utimensat(AT_FDCWD, a.c_str(), t, 0));
+      }
+      case 12: return errno_of(::setxattr(a.c_str(), "user.reftest", b_.data(), b_.size(), 0));
       default: return write_at(a, O_WRONLY | O_APPEND, 0);
     }
   }
@@ -162,6 +185,9 @@ void run_sequence(uint64_t seed) {
     const std::string diff = difference(m.mnt, m.plain);
     INFO(diff);
     REQUIRE(diff.empty());
+    const std::string tree_diff = tree_difference(m);
+    INFO("tree built for unmount --save: " << tree_diff);
+    REQUIRE(tree_diff.empty());
   }
 }
 
