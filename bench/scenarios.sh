@@ -441,6 +441,7 @@ lc_traced_job() {
     'note_add fetched_bytes $(( $(fetched_bytes) - B0 )); note_add job_file_bytes '"$jbytes"'; note_add archive_bytes '"$abytes"'; note_add tree_file_bytes '"$tree_file_bytes"'; note_lc_figures'
   lc_unmount "$JOBD"
   rm -rf "$JOBD"
+}
 
 # ---- issue 17 item 4: an incremental save costs what changed ----
 # lc_incremental_rows FX PROF: a full `lazycache save` of the fixture's tree from local disk (the
