@@ -65,7 +65,7 @@ int run_mount(ArgParser& args) {
   args.flag("foreground", "serve in this process instead of leaving a daemon (Ctrl-C unmounts)");
   args.option("prefetch", "none|hot|all|FILE",
               "what to fetch ahead: the entry's learned hot list (hot), also everything else in the background (all), "
-              "the paths listed in FILE then the hot list, or nothing",
+              "the paths listed in FILE then the hot list, or nothing (none: no locality prefetch of a directory's files either)",
               "hot");
   args.option("fill", "auto|all|none|SIZE",
               "how much of the archive to fetch into the chunk cache in the background, behind reads: everything "
@@ -219,6 +219,8 @@ int run_mount(ArgParser& args) {
   config.fetcher.threads = static_cast<int>(*threads);
   config.read_timeout_ms = static_cast<uint64_t>(*timeout) * 1000;
   config.mount_range_reads = mount_reads;
+  // "nothing ahead" means no speculative fetch at all: no locality prefetch either.
+  if (prefetch == "none") config.directory_prefetch_frames = 0;
   if (geteuid() != 0) config.owner = std::make_pair(static_cast<uint32_t>(getuid()), static_cast<uint32_t>(getgid()));
   fs::Filesystem filesystem(std::move(reader).value(), *cache, config);
 
