@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <climits>
 #include <csignal>
 #include <cstring>
@@ -130,6 +131,11 @@ Status FanotifyTracer::write_list(const std::string& list_file) const {
   return Status();
 }
 
+namespace {
+constexpr int kOrphanCheckMs = 2000;
+constexpr auto kMaxTraceLifetime = std::chrono::hours(24);
+}  // namespace
+
 Status FanotifyTracer::serve(const std::string& list_file, int stop_fd) {
   sigset_t set;
   sigemptyset(&set);
@@ -137,11 +143,23 @@ Status FanotifyTracer::serve(const std::string& list_file, int stop_fd) {
   ignored_.push_back(::getpid());  // the process serving, which may not be the one that opened
   UniqueFd sig(::signalfd(-1, &set, SFD_CLOEXEC));
   if (!sig.valid()) return errno_status("signalfd");
+  // A tracer nobody can stop any more ends by itself: its run directory (the stop FIFO, the
+  // list) was removed, as a runner removes RUNNER_TEMP after a job, or it has run for a day.
+  // Otherwise it would watch every open of the file system until the machine stops.
+  const std::string control_dir = list_file.substr(0, list_file.find_last_of('/') + 1);
+  const auto started = std::chrono::steady_clock::now();
   while (true) {
     struct pollfd fds[3] = {{fd_.get(), POLLIN, 0}, {sig.get(), POLLIN, 0}, {stop_fd, POLLIN, 0}};
-    if (::poll(fds, stop_fd >= 0 ? 3 : 2, -1) < 0) {
+    const int ready = ::poll(fds, stop_fd >= 0 ? 3 : 2, kOrphanCheckMs);
+    if (ready < 0) {
       if (errno == EINTR) continue;
       return errno_status("poll");
+    }
+    if (ready == 0) {
+      struct stat st;
+      if (!control_dir.empty() && ::stat(control_dir.c_str(), &st) != 0) return Status();
+      if (std::chrono::steady_clock::now() - started > kMaxTraceLifetime) return write_list(list_file);
+      continue;
     }
     if (fds[0].revents & POLLIN) drain();
     bool stop = stop_fd >= 0 && (fds[2].revents & POLLIN) != 0;

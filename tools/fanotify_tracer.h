@@ -45,6 +45,8 @@ class FanotifyTracer {
   // Records until SIGTERM or SIGINT, which the caller must have blocked (they are taken through
   // a signalfd), or until `stop_fd` (a FIFO opened O_RDWR | O_NONBLOCK; -1: none) is readable;
   // SIGUSR1 writes the list as of now. Every event queued before the request is recorded.
+  // Also ends, within 2 s, when the directory of `list_file` is removed (nobody can stop or use
+  // the trace then), and after 24 hours.
   // Writes `list_file` (the shown paths, first read first, one per line) each time.
   Status serve(const std::string& list_file, int stop_fd);
 

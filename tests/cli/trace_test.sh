@@ -77,6 +77,15 @@ cat "$D/a.txt" > /dev/null
 ! grep -q "traced" "$W/out" || fail "save --no-trace used the trace"
 "$LC" trace stop --discard "$D" | grep -q "discarded" || fail "trace stop --discard"
 
+# A tracer nobody can stop (its run directory removed, as a runner removes RUNNER_TEMP after a
+# job) ends by itself within seconds instead of watching every open until the machine stops.
+LAZYCACHE_RUN_DIR=$W/run-orphan "$LC" trace start "$D" > "$W/out"
+pid=$(sed -n 's/.*tracer pid \([0-9]*\).*/\1/p' "$W/out")
+[ -n "$pid" ] || fail "no tracer pid: $(cat "$W/out")"
+rm -rf "$W/run-orphan"
+for _ in $(seq 1 100); do { [ ! -e "/proc/$pid/status" ] || grep -q '^State:.*Z' "/proc/$pid/status"; } && break; sleep 0.1; done
+{ [ ! -e "/proc/$pid/status" ] || grep -q '^State:.*Z' "/proc/$pid/status"; } || { kill "$pid"; fail "the tracer outlived its run directory by 10 s"; }
+
 # Without CAP_SYS_ADMIN: one message, exit 0, and a save without a hot list, silent about it.
 setpriv --bounding-set=-sys_admin "$LC" trace start "$D" > "$W/out" 2> "$W/err" || fail "trace start without the permission failed"
 [ "$(wc -l < "$W/err")" -eq 1 ] && grep -q "^lazycache trace: not tracing $D: .*CAP_SYS_ADMIN.*no hot list" "$W/err" || fail "message: $(cat "$W/err")"

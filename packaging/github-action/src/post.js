@@ -74,6 +74,9 @@ async function post({ save = 'auto', given = null } = {}) {
   }
   const state = given || JSON.parse(raw);
   if (save === 'never') {
+    // A trace the restore step started and no save step took over (skipped, failed job): it
+    // must not outlive the job.
+    discardTrace(new lc.Cli(state.bin), state);
     const mountPoints = lc.fuseMountPoints();
     state.mounted = state.mounted.filter((p) => mountPoints.has(p));
     if (state.mounted.length === 0) {
