@@ -148,6 +148,7 @@ Status FanotifyTracer::serve(const std::string& list_file, int stop_fd) {
   // Otherwise it would watch every open of the file system until the machine stops.
   const std::string control_dir = list_file.substr(0, list_file.find_last_of('/') + 1);
   const auto started = std::chrono::steady_clock::now();
+  auto last_check = started;
   while (true) {
     struct pollfd fds[3] = {{fd_.get(), POLLIN, 0}, {sig.get(), POLLIN, 0}, {stop_fd, POLLIN, 0}};
     const int ready = ::poll(fds, stop_fd >= 0 ? 3 : 2, kOrphanCheckMs);
@@ -155,12 +156,14 @@ Status FanotifyTracer::serve(const std::string& list_file, int stop_fd) {
       if (errno == EINTR) continue;
       return errno_status("poll");
     }
-    if (ready == 0) {
+    // Checked by the clock, not only when idle: on a busy machine events never stop coming.
+    if (const auto now = std::chrono::steady_clock::now(); now - last_check >= std::chrono::milliseconds(kOrphanCheckMs)) {
+      last_check = now;
       struct stat st;
       if (!control_dir.empty() && ::stat(control_dir.c_str(), &st) != 0) return Status();
-      if (std::chrono::steady_clock::now() - started > kMaxTraceLifetime) return write_list(list_file);
-      continue;
+      if (now - started > kMaxTraceLifetime) return write_list(list_file);
     }
+    if (ready == 0) continue;
     if (fds[0].revents & POLLIN) drain();
     bool stop = stop_fd >= 0 && (fds[2].revents & POLLIN) != 0;
     struct signalfd_siginfo si;
