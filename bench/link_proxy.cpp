@@ -85,24 +85,20 @@ int64_t TokenBucket::ns_until(uint64_t n) const {
   return static_cast<int64_t>(need * 1e9 / static_cast<double>(rate_)) + 1;
 }
 
-uint64_t default_burst_bytes(uint64_t rate_bytes_per_s) {
-  return std::max<uint64_t>(16 * 1024, rate_bytes_per_s / 500);
-}
+uint64_t default_burst_bytes(uint64_t rate_bytes_per_s) { return std::max<uint64_t>(16 * 1024, rate_bytes_per_s / 500); }
 
 // ---- profiles ----
 
 Result<LinkProfile> link_profile(std::string_view name) {
   if (name == "loopback") return LinkProfile{"loopback", 0, 0, 0, "no delay, no cap"};
   if (name == "hosted") {
-    return LinkProfile{"hosted", 20'000, mbit(700), mbit(1000),
-                       "hosted runner to S3: 20 ms RTT, 1 Gbit/s link, 700 Mbit/s per connection"};
+    return LinkProfile{"hosted", 20'000, mbit(700), mbit(1000), "hosted runner to S3: 20 ms RTT, 1 Gbit/s link, 700 Mbit/s per connection"};
   }
   if (name == "far") {
     return LinkProfile{"far", 60'000, mbit(100), mbit(200),
                        "self-hosted runner far from storage: 60 ms RTT, 200 Mbit/s link, 100 Mbit/s per connection"};
   }
-  return Status(ErrorCode::kInvalidArgument,
-                "unknown link profile '" + std::string(name) + "' (known: " + link_profile_names() + ")");
+  return Status(ErrorCode::kInvalidArgument, "unknown link profile '" + std::string(name) + "' (known: " + link_profile_names() + ")");
 }
 
 std::string link_profile_names() { return "loopback, hosted, far"; }
@@ -148,8 +144,7 @@ struct Conn {
   uint32_t client_events = 0, upstream_events = 0;
   bool client_registered = true, upstream_registered = true;
 
-  Conn(uint64_t rate, int64_t now) : up_bucket(rate, default_burst_bytes(rate), now),
-                                     down_bucket(rate, default_burst_bytes(rate), now) {}
+  Conn(uint64_t rate, int64_t now) : up_bucket(rate, default_burst_bytes(rate), now), down_bucket(rate, default_burst_bytes(rate), now) {}
   bool done() const { return failed || (up.dst_shut && down.dst_shut); }
 };
 
@@ -170,8 +165,7 @@ struct LinkProxy::Impl {
   bool stopping = false;
 
   Impl(LinkProxy& p, const LinkProxyConfig& c, int64_t now)
-      : proxy(p), cfg(c),
-        total_up(c.total_rate_bytes_per_s, default_burst_bytes(c.total_rate_bytes_per_s), now),
+      : proxy(p), cfg(c), total_up(c.total_rate_bytes_per_s, default_burst_bytes(c.total_rate_bytes_per_s), now),
         total_down(c.total_rate_bytes_per_s, default_burst_bytes(c.total_rate_bytes_per_s), now),
         half_rtt_ns(static_cast<int64_t>(c.rtt_us) * 500) {}
 
@@ -247,8 +241,8 @@ struct LinkProxy::Impl {
       set_nodelay(up);
       int rc = connect(up, reinterpret_cast<const sockaddr*>(&addr.value()), sizeof(sockaddr_in));
       if (rc < 0 && errno != EINPROGRESS) {
-        std::fprintf(stderr, "link-proxy: connect to upstream %s:%u: %s\n", cfg.upstream_host.c_str(),
-                     cfg.upstream_port, std::strerror(errno));
+        std::fprintf(stderr, "link-proxy: connect to upstream %s:%u: %s\n", cfg.upstream_host.c_str(), cfg.upstream_port,
+                     std::strerror(errno));
         close(fd);
         close(up);
         continue;
@@ -298,8 +292,7 @@ struct LinkProxy::Impl {
 
   // Writes released bytes of the delay line within the caps. Returns the earliest time it
   // should be called again (INT64_MAX: when an fd event comes).
-  int64_t drain(Conn& c, Direction& d, TokenBucket& conn_bucket, TokenBucket& total, int64_t now,
-                std::atomic<uint64_t>& counter) {
+  int64_t drain(Conn& c, Direction& d, TokenBucket& conn_bucket, TokenBucket& total, int64_t now, std::atomic<uint64_t>& counter) {
     if (d.dst_blocked || c.failed || (&d == &c.up && !c.upstream_connected)) return INT64_MAX;
     conn_bucket.refill(now);
     total.refill(now);
@@ -345,8 +338,8 @@ struct LinkProxy::Impl {
       socklen_t len = sizeof err;
       getsockopt(c.upstream, SOL_SOCKET, SO_ERROR, &err, &len);
       if (err != 0) {
-        std::fprintf(stderr, "link-proxy: connect to upstream %s:%u: %s\n", cfg.upstream_host.c_str(),
-                     cfg.upstream_port, std::strerror(err));
+        std::fprintf(stderr, "link-proxy: connect to upstream %s:%u: %s\n", cfg.upstream_host.c_str(), cfg.upstream_port,
+                     std::strerror(err));
         c.failed = true;
         return;
       }

@@ -90,7 +90,7 @@ struct LinkProxyConfig {
 };
 
 struct LinkStats {
-  uint64_t connections = 0;        // accepted so far
+  uint64_t connections = 0;  // accepted so far
   uint64_t active_connections = 0;
   uint64_t bytes_to_upstream = 0;  // written to the store side
   uint64_t bytes_to_client = 0;    // written to the client side: what a client fetched

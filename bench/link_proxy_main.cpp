@@ -110,9 +110,9 @@ int main(int argc, char** argv) {
   if (total_mbit >= 0) cfg.total_rate_bytes_per_s = static_cast<uint64_t>(total_mbit * 125000);
   if (describe) {
     // The effective link as JSON, for reports (bench/report.py): no proxy is started.
-    std::printf("{\"name\": \"%s\", \"rtt_ms\": %g, \"conn_mbit\": %g, \"total_mbit\": %g, \"handshake_rtt\": %s}\n",
-                profile->name.c_str(), cfg.rtt_us / 1000.0, cfg.conn_rate_bytes_per_s / 125000.0,
-                cfg.total_rate_bytes_per_s / 125000.0, cfg.handshake_rtt ? "true" : "false");
+    std::printf("{\"name\": \"%s\", \"rtt_ms\": %g, \"conn_mbit\": %g, \"total_mbit\": %g, \"handshake_rtt\": %s}\n", profile->name.c_str(),
+                cfg.rtt_us / 1000.0, cfg.conn_rate_bytes_per_s / 125000.0, cfg.total_rate_bytes_per_s / 125000.0,
+                cfg.handshake_rtt ? "true" : "false");
     return 0;
   }
   if (cfg.upstream_port == 0) return usage("--upstream HOST:PORT is required");
@@ -137,8 +137,8 @@ int main(int argc, char** argv) {
     }
   }
   std::fprintf(stderr, "lc-link-proxy: 127.0.0.1:%u -> %s:%u, rtt %.1f ms, %.0f Mbit/s per connection, %.0f Mbit/s total\n",
-               (*proxy)->port(), cfg.upstream_host.c_str(), cfg.upstream_port, cfg.rtt_us / 1000.0,
-               cfg.conn_rate_bytes_per_s / 125000.0, cfg.total_rate_bytes_per_s / 125000.0);
+               (*proxy)->port(), cfg.upstream_host.c_str(), cfg.upstream_port, cfg.rtt_us / 1000.0, cfg.conn_rate_bytes_per_s / 125000.0,
+               cfg.total_rate_bytes_per_s / 125000.0);
   Status s = (*proxy)->run();
   g_proxy = nullptr;
   if (!s.ok()) {

@@ -44,8 +44,7 @@ const char* error_code_name(ErrorCode code);
 class [[nodiscard]] Status {
  public:
   Status() = default;
-  Status(ErrorCode code, std::string message, int sys_errno = 0)
-      : code_(code), message_(std::move(message)), errno_(sys_errno) {}
+  Status(ErrorCode code, std::string message, int sys_errno = 0) : code_(code), message_(std::move(message)), errno_(sys_errno) {}
 
   static Status ok_status() { return Status(); }
   bool ok() const { return code_ == ErrorCode::kOk; }
@@ -78,7 +77,7 @@ inline void ignore_error(const Status&, const char* /*why*/) {}
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
+  Result(T value) : v_(std::move(value)) {}         // NOLINT(google-explicit-constructor)
   Result(Status status) : v_(std::move(status)) {}  // NOLINT(google-explicit-constructor)
   Result(ErrorCode code, std::string message) : v_(Status(code, std::move(message))) {}
 
@@ -104,15 +103,15 @@ class [[nodiscard]] Result {
 #define LC_CONCAT_INNER(a, b) a##b
 #define LC_CONCAT(a, b) LC_CONCAT_INNER(a, b)
 
-#define LC_RETURN_IF_ERROR(expr)              \
-  do {                                        \
-    ::lazycache::Status lc_status_ = (expr);  \
-    if (!lc_status_.ok()) return lc_status_;  \
+#define LC_RETURN_IF_ERROR(expr) \
+  do { \
+    ::lazycache::Status lc_status_ = (expr); \
+    if (!lc_status_.ok()) return lc_status_; \
   } while (0)
 
 #define LC_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr) \
-  auto tmp = (expr);                             \
-  if (!tmp.ok()) return tmp.error();             \
+  auto tmp = (expr); \
+  if (!tmp.ok()) return tmp.error(); \
   lhs = std::move(tmp).value()
 
 #define LC_ASSIGN_OR_RETURN(lhs, expr) LC_ASSIGN_OR_RETURN_IMPL(LC_CONCAT(lc_result_, __LINE__), lhs, expr)

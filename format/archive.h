@@ -40,18 +40,18 @@ struct Digest128 {
 // A borrowed view of one entry; string_views point into the Index and live as long as it does.
 struct Entry {
   EntryId id = 0;
-  EntryId parent = 0;           // the root's parent is itself
+  EntryId parent = 0;  // the root's parent is itself
   EntryType type = EntryType::kRegular;
-  uint32_t mode = 0;            // permission bits only (07777), no S_IFMT bits
+  uint32_t mode = 0;  // permission bits only (07777), no S_IFMT bits
   uint32_t uid = 0, gid = 0;
-  int64_t mtime_ns = 0;         // nanoseconds since the epoch
-  uint64_t size = 0;            // file size; symlink: target length; directory: 0
-  uint64_t data_offset = 0;     // regular files: first data byte in the uncompressed tar stream
-  uint32_t nlink = 1;           // hardlinked regular files share data and report nlink > 1
-  EntryId link_group = 0;       // hardlinks: the id of the first entry of the group; else own id
-  std::string_view name;        // last path component; the root's name is ""
+  int64_t mtime_ns = 0;      // nanoseconds since the epoch
+  uint64_t size = 0;         // file size; symlink: target length; directory: 0
+  uint64_t data_offset = 0;  // regular files: first data byte in the uncompressed tar stream
+  uint32_t nlink = 1;        // hardlinked regular files share data and report nlink > 1
+  EntryId link_group = 0;    // hardlinks: the id of the first entry of the group; else own id
+  std::string_view name;     // last path component; the root's name is ""
   std::string_view symlink_target;
-  Digest128 content_digest;     // XXH3-128 of the file content (regular files)
+  Digest128 content_digest;  // XXH3-128 of the file content (regular files)
   bool has_xattrs = false;
   // An ancestor directory of a root ("root" for root "root/.npm"): metadata from stat at pack
   // time, but not a tar member, and extract never changes an existing one.
@@ -64,12 +64,12 @@ struct Xattr {
 };
 
 struct FrameInfo {
-  uint64_t compressed_offset = 0;    // in the archive object
+  uint64_t compressed_offset = 0;  // in the archive object
   uint32_t compressed_size = 0;
   uint64_t uncompressed_offset = 0;  // in the tar stream
   uint32_t uncompressed_size = 0;
-  uint32_t xxh64_low32 = 0;          // seek-table checksum of the uncompressed bytes
-  Digest128 digest;                  // XXH3-128 of the compressed frame bytes (strong; cache key)
+  uint32_t xxh64_low32 = 0;  // seek-table checksum of the uncompressed bytes
+  Digest128 digest;          // XXH3-128 of the compressed frame bytes (strong; cache key)
 };
 
 // One saved path: `pack` and `save` take several; each becomes a top-level directory of the
@@ -113,7 +113,10 @@ class Index {
   // "a/b/c" relative to root(); "" is root().
   virtual std::optional<EntryId> lookup_path(std::string_view path) const = 0;
   // Children of a directory, sorted by name: ids [first, first + count).
-  struct ChildRange { EntryId first = 0; uint32_t count = 0; };
+  struct ChildRange {
+    EntryId first = 0;
+    uint32_t count = 0;
+  };
   virtual ChildRange children(EntryId dir) const = 0;
   virtual std::vector<Xattr> xattrs(EntryId id) const = 0;
   virtual std::string path(EntryId id) const = 0;  // "a/b/c", "" for root()

@@ -75,12 +75,14 @@ class ArchiveReaderImpl final : public ArchiveReader {
 Status check_against_seek_table(const Index& index, const SeekTable& st) {
   const auto& sf = st.frames();
   auto frames = index.frames();
-  if (frames.size() + 1 != sf.size()) return Status(ErrorCode::kCorrupt, "index lists " + std::to_string(frames.size()) + " data frames, the seek table " + std::to_string(sf.size() - 1));
+  if (frames.size() + 1 != sf.size())
+    return Status(ErrorCode::kCorrupt,
+                  "index lists " + std::to_string(frames.size()) + " data frames, the seek table " + std::to_string(sf.size() - 1));
   for (size_t i = 0; i < frames.size(); ++i) {
     const auto& a = frames[i];
     const auto& b = sf[i];
-    if (a.compressed_offset != b.compressed_offset || a.compressed_size != b.compressed_size || a.uncompressed_offset != b.uncompressed_offset ||
-        a.uncompressed_size != b.uncompressed_size || a.xxh64_low32 != b.xxh64_low32)
+    if (a.compressed_offset != b.compressed_offset || a.compressed_size != b.compressed_size ||
+        a.uncompressed_offset != b.uncompressed_offset || a.uncompressed_size != b.uncompressed_size || a.xxh64_low32 != b.xxh64_low32)
       return Status(ErrorCode::kCorrupt, "frame " + std::to_string(i) + " differs between the index and the seek table");
   }
   return Status();
@@ -92,7 +94,8 @@ Result<std::unique_ptr<ArchiveReader>> ArchiveReader::open(std::shared_ptr<const
   const uint64_t size = source->size();
   const std::string what = source->describe();
   auto fail = [&](const Status& s) { return s.with_context(what); };
-  if (size < kSeekTableFooterBytes) return fail(Status(ErrorCode::kCorrupt, "too small to be an archive (" + std::to_string(size) + " bytes)"));
+  if (size < kSeekTableFooterBytes)
+    return fail(Status(ErrorCode::kCorrupt, "too small to be an archive (" + std::to_string(size) + " bytes)"));
   uint64_t tail_len = std::min(size, kTailReadBytes);
   std::string tail(tail_len, '\0');
   {
@@ -126,9 +129,11 @@ Result<std::unique_ptr<ArchiveReader>> ArchiveReader::open(std::shared_ptr<const
   if (st->frames().empty()) return fail(Status(ErrorCode::kCorrupt, "seek table has no frames (no lazycache index)"));
   const SeekEntry& idx = st->frames().back();
   if (idx.uncompressed_size != 0) return fail(Status(ErrorCode::kCorrupt, "last frame before the seek table is not the index frame"));
-  if (idx.xxh64_low32 != xxh64_low32({})) return fail(Status(ErrorCode::kCorrupt, "seek-table checksum of the index frame is not that of empty content"));
+  if (idx.xxh64_low32 != xxh64_low32({}))
+    return fail(Status(ErrorCode::kCorrupt, "seek-table checksum of the index frame is not that of empty content"));
   uint64_t idx_start_in_tail = tail_len - st->table_frame_bytes() - idx.compressed_size;
-  if (st->table_frame_bytes() + idx.compressed_size > tail_len) return fail(Status(ErrorCode::kCorrupt, "index frame not in the bytes read"));
+  if (st->table_frame_bytes() + idx.compressed_size > tail_len)
+    return fail(Status(ErrorCode::kCorrupt, "index frame not in the bytes read"));
   auto raw = unwrap_index_frame(tail_bytes().subspan(idx_start_in_tail, idx.compressed_size));
   if (!raw.ok()) return fail(raw.error());
   auto index = Index::parse(std::move(raw).value());

@@ -109,12 +109,12 @@ class Pipeline {
   std::mutex mu_;
   std::condition_variable cv_;
   const size_t max_inflight_;
-  size_t inflight_ = 0;                  // guarded by mu_: produced and not yet written
-  uint64_t produced_ = 0;                // guarded by mu_
-  bool producer_done_ = false;           // guarded by mu_
-  std::deque<FrameJob> todo_;            // guarded by mu_
-  std::map<uint64_t, FrameDone> done_;   // guarded by mu_
-  Status error_;                         // guarded by mu_
+  size_t inflight_ = 0;                 // guarded by mu_: produced and not yet written
+  uint64_t produced_ = 0;               // guarded by mu_
+  bool producer_done_ = false;          // guarded by mu_
+  std::deque<FrameJob> todo_;           // guarded by mu_
+  std::map<uint64_t, FrameDone> done_;  // guarded by mu_
+  Status error_;                        // guarded by mu_
 };
 
 // Builds the tar stream and cuts it into frames. Runs on its own thread; touches the
@@ -122,8 +122,7 @@ class Pipeline {
 class Producer {
  public:
   Producer(ScannedTree& tree, const PackConfig& config, Pipeline& pipe, std::vector<uint32_t> order)
-      : tree_(tree), nodes_(tree.model.nodes), config_(config), pipe_(pipe), order_(std::move(order)),
-        target_(config.frame_size_bytes) {
+      : tree_(tree), nodes_(tree.model.nodes), config_(config), pipe_(pipe), order_(std::move(order)), target_(config.frame_size_bytes) {
     reserve_frame();
   }
 
@@ -178,9 +177,11 @@ class Producer {
       stream_bytes += chunk;
       bytes_in += chunk;
     };
-    LC_ASSIGN_OR_RETURN(FileData data, append_file_data(fd.get(), n.size, target_, cur_, [&] { return flush(); }, consumed, what));
+    LC_ASSIGN_OR_RETURN(FileData data, append_file_data(
+                                           fd.get(), n.size, target_, cur_, [&] { return flush(); }, consumed, what));
     if (data.size_changed)
-      config_.warn("file " + what + " changed size while being packed; archived as its first " + std::to_string(n.size) + " bytes (zero-padded if it shrank)");
+      config_.warn("file " + what + " changed size while being packed; archived as its first " + std::to_string(n.size) +
+                   " bytes (zero-padded if it shrank)");
     n.content_digest = data.digest;
     append(std::string(tar_padding(n.size), '\0'));
     return Status();

@@ -53,7 +53,7 @@ struct PackConfig {
   // Target uncompressed frame size. 4 MiB: +3.6 % size over one frame on text-heavy trees
   // (docs/archive-format.md), while a random 4 KiB read decompresses at most ~4 MiB.
   uint64_t frame_size_bytes = 4ull << 20;
-  int threads = 0;      // compression workers; 0 = one per online CPU
+  int threads = 0;  // compression workers; 0 = one per online CPU
   XattrSet xattrs = XattrSet::kNone;
   // Archive paths ("root/.npm/a/b", relative to the archive top) written first, in this order,
   // and recorded as the index hot list. Paths that are missing or not regular files are ignored.

@@ -9,8 +9,8 @@
 namespace lazycache::format {
 
 void DirStack::reset(const Index* index, int base_fd, EntryId top) {
-  reset(Tree{[index](EntryId id) { return index->entry(id).parent; },
-             [index](EntryId id) { return std::string(index->entry(id).name); }, index->root()},
+  reset(Tree{[index](EntryId id) { return index->entry(id).parent; }, [index](EntryId id) { return std::string(index->entry(id).name); },
+             index->root()},
         base_fd, top);
 }
 

@@ -68,7 +68,7 @@ class DirStack {
   bool ready_ = false;
   bool create_missing_ = false;
   int base_fd_ = -1;
-  std::vector<Level> levels_;                    // levels_[0] is `top` (its fd: base_fd_)
+  std::vector<Level> levels_;                     // levels_[0] is `top` (its fd: base_fd_)
   std::unordered_map<EntryId, size_t> level_of_;  // entry -> its index in levels_
   uint64_t openat_calls_ = 0;
 };

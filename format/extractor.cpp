@@ -6,17 +6,17 @@
 #include <fcntl.h>
 #include <fnmatch.h>
 #include <linux/fs.h>
-#include <sys/ioctl.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <cstring>
 #include <deque>
 #include <iostream>
@@ -123,10 +123,10 @@ class Extractor {
 
  private:
   struct Target {
-    Fd base;              // directory for a directory target; the parent dir otherwise
+    Fd base;  // directory for a directory target; the parent dir otherwise
     bool is_dir = true;
     bool created = false;  // a directory target this run made (removed whole on failure)
-    std::string leaf;     // non-directory targets: the final name in `base`
+    std::string leaf;      // non-directory targets: the final name in `base`
     std::string dest;
     // A directory target that did not exist is built under a temporary name in its parent
     // (`parent`, `staged_name`) and renamed to `final_leaf` once complete: files go straight
@@ -144,8 +144,8 @@ class Extractor {
     // directory until it is finished (write_files() starts the next file only after that).
     int dir = -1;
     Fd file;
-    std::string tmp;      // empty for an unnamed O_TMPFILE or a direct file
-    bool direct = false;  // created under its final name in a staged target (see Target)
+    std::string tmp;           // empty for an unnamed O_TMPFILE or a direct file
+    bool direct = false;       // created under its final name in a staged target (see Target)
     uint64_t end_written = 0;  // end of the last pwrite: ftruncate only when a hole ends the file
     Xxh3Stream hash;
     uint64_t written = 0;
@@ -172,7 +172,9 @@ class Extractor {
     }
     return dirs_.open(dir, [&] { return entry_label(it); });
   }
-  std::string leaf_name(const Item& it) const { return targets_[it.target].is_dir ? std::string(idx_.entry(it.id).name) : targets_[it.target].leaf; }
+  std::string leaf_name(const Item& it) const {
+    return targets_[it.target].is_dir ? std::string(idx_.entry(it.id).name) : targets_[it.target].leaf;
+  }
   std::string tmp_name() { return extract_temporary_name(tmp_counter_++); }
   // A name this run created where nothing was before (rollback() removes it on failure). Only
   // names in directories that existed are recorded: a directory this run made goes as a whole.
@@ -248,7 +250,8 @@ class Extractor {
   Status apply_xattrs(int fd, const Entry& e, const Item& it) {
     if (!e.has_xattrs || !cfg_.restore_xattrs) return Status();
     for (const auto& x : idx_.xattrs(e.id))
-      if (xattr_wanted(x.name) && ::fsetxattr(fd, x.name.c_str(), x.value.data(), x.value.size(), 0) != 0) warn("cannot set xattr " + quote_path(x.name) + " on " + entry_label(it) + ": " + std::strerror(errno));
+      if (xattr_wanted(x.name) && ::fsetxattr(fd, x.name.c_str(), x.value.data(), x.value.size(), 0) != 0)
+        warn("cannot set xattr " + quote_path(x.name) + " on " + entry_label(it) + ": " + std::strerror(errno));
     return Status();
   }
   void warn(const std::string& m) {
@@ -290,7 +293,7 @@ class Extractor {
   const Index& idx_;
   const ExtractConfig& cfg_;
   std::vector<Target> targets_;
-  std::vector<Item> items_;  // depth-first order, parents before children
+  std::vector<Item> items_;                // depth-first order, parents before children
   std::map<EntryId, size_t> leader_item_;  // link group -> item holding the data
   DirStack dirs_;
   uint32_t dirs_target_ = UINT32_MAX;  // the target dirs_ walks
@@ -304,11 +307,11 @@ class Extractor {
   std::atomic<uint64_t> files_by_writers_{0};  // of files_written_, by the file writers
   std::mutex warn_mu_;
   uint64_t tmp_counter_ = 0;
-  bool tmpfile_ok_ = true;              // O_TMPFILE works here (else named temporaries)
-  mode_t umask_ = 0777;                 // see current_umask()
-  std::set<EntryId> made_dirs_;         // directories this run created
+  bool tmpfile_ok_ = true;                                    // O_TMPFILE works here (else named temporaries)
+  mode_t umask_ = 0777;                                       // see current_umask()
+  std::set<EntryId> made_dirs_;                               // directories this run created
   std::map<std::pair<uint32_t, EntryId>, Listing> listings_;  // (target, directory entry)
-  std::vector<Created> created_;        // see note_created()
+  std::vector<Created> created_;                              // see note_created()
   ExtractStats stats_;
   ExtractProgress progress_;
   // File data holders in tar-stream order, the frames they need, and the pipeline reading them:
@@ -343,7 +346,8 @@ Status Extractor::stage_target(Target& out) {
   sweep_temporaries(out.parent.get(), ignored);  // staged targets of dead extracts
   out.staged_name = tmp_name();
   out.final_leaf = leaf;
-  if (::mkdirat(out.parent.get(), out.staged_name.c_str(), 0755) != 0) return errno_status("creating a temporary directory for " + out.dest);
+  if (::mkdirat(out.parent.get(), out.staged_name.c_str(), 0755) != 0)
+    return errno_status("creating a temporary directory for " + out.dest);
   out.staged = true;  // from here on, rollback() removes it
   int fd = ::openat(out.parent.get(), out.staged_name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) return errno_status("opening the temporary directory for " + out.dest);
@@ -361,7 +365,8 @@ Status Extractor::publish_staged() {
     const char* to = t.final_leaf.c_str();
     // NOREPLACE: something that appeared at the destination meanwhile is never replaced.
     int rc = ::renameat2(t.parent.get(), from, t.parent.get(), to, RENAME_NOREPLACE);
-    if (rc != 0 && (errno == EINVAL || errno == ENOSYS)) rc = ::renameat(t.parent.get(), from, t.parent.get(), to);  // replaces only an empty directory
+    if (rc != 0 && (errno == EINVAL || errno == ENOSYS))
+      rc = ::renameat(t.parent.get(), from, t.parent.get(), to);  // replaces only an empty directory
     if (rc != 0) return errno_status("renaming the extracted tree into place at " + t.dest);
     t.staged = false;
   }
@@ -388,7 +393,8 @@ Status Extractor::open_targets() {
     } else {
       auto [parent, leaf] = split_destination(t.dest_path);
       out.leaf = leaf;
-      if (out.leaf.empty() || out.leaf == "." || out.leaf == "..") return Status(ErrorCode::kInvalidArgument, "bad destination " + t.dest_path);
+      if (out.leaf.empty() || out.leaf == "." || out.leaf == "..")
+        return Status(ErrorCode::kInvalidArgument, "bad destination " + t.dest_path);
       LC_ASSIGN_OR_RETURN(out.base, open_dir_path(parent, true));
       sweep_temporaries(out.base.get(), listings_[{static_cast<uint32_t>(targets_.size()), kBaseKey}]);
     }
@@ -403,7 +409,7 @@ Status Extractor::select_items() {
     auto id = idx_.lookup_path(p);
     if (!id) return Status(ErrorCode::kNotFound, quote_path(p) + " is not in the archive");
     selected.insert(*id);
-    for (EntryId e = *id; e != idx_.root(); ) {
+    for (EntryId e = *id; e != idx_.root();) {
       e = idx_.entry(e).parent;
       ancestors.insert(e);
     }
@@ -444,7 +450,8 @@ Status Extractor::make_dirs(bool staged_pass) {
   if (staged_pass) {
     for (const auto& it : items_) {
       if (!targets_[it.target].staged || idx_.entry(it.id).type == EntryType::kDirectory) continue;
-      for (EntryId d = idx_.entry(it.id).parent; d != cfg_.targets[it.target].entry && walked.insert({it.target, d}).second;) d = idx_.entry(d).parent;
+      for (EntryId d = idx_.entry(it.id).parent; d != cfg_.targets[it.target].entry && walked.insert({it.target, d}).second;)
+        d = idx_.entry(d).parent;
     }
   }
   for (const auto& it : items_) {
@@ -459,7 +466,8 @@ Status Extractor::make_dirs(bool staged_pass) {
       }
       // Only this run writes in a staged target: a directory that exists was made by the walk.
       LC_ASSIGN_OR_RETURN(int dir, parent_dir(it));
-      if (::mkdirat(dir, leaf_name(it).c_str(), 0700) != 0 && errno != EEXIST) return errno_status("creating directory for " + entry_label(it));
+      if (::mkdirat(dir, leaf_name(it).c_str(), 0700) != 0 && errno != EEXIST)
+        return errno_status("creating directory for " + entry_label(it));
       ++stats_.dirs;
       continue;
     }
@@ -476,7 +484,9 @@ Status Extractor::make_dirs(bool staged_pass) {
       struct stat st;
       if (::fstatat(dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return errno_status("lstat for " + entry_label(it));
       if (!S_ISDIR(st.st_mode))
-        return Status(ErrorCode::kPermissionDenied, entry_label(it) + ": a non-directory (" + std::string(S_ISLNK(st.st_mode) ? "symlink" : "file") + ") is in the way at the destination");
+        return Status(ErrorCode::kPermissionDenied, entry_label(it) + ": a non-directory (" +
+                                                        std::string(S_ISLNK(st.st_mode) ? "symlink" : "file") +
+                                                        ") is in the way at the destination");
       // Keep an existing directory writable for us until finish_dirs() sets its mode.
       if ((st.st_mode & 0700) != 0700 && !e.implicit_dir && !it.create_only) ::fchmodat(dir, name.c_str(), (st.st_mode & 07777) | 0700, 0);
       // An existing directory may hold a temporary of an extract killed -9 (a new one cannot).
@@ -652,7 +662,8 @@ Status Extractor::write_files() {
   // of a target that existed: temporaries, links and the created-names record) is written here.
   std::unique_ptr<FileWriterPool> writers;
   const bool any_staged = std::any_of(targets_.begin(), targets_.end(), [](const Target& t) { return t.staged; });
-  if (any_staged && writer_count() > 1) writers = std::make_unique<FileWriterPool>(writer_count(), std::max<uint64_t>(cfg_.max_inflight_bytes / 4, 1));
+  if (any_staged && writer_count() > 1)
+    writers = std::make_unique<FileWriterPool>(writer_count(), std::max<uint64_t>(cfg_.max_inflight_bytes / 4, 1));
   size_t next = 0;  // next file in `files` to start
   ActiveFile af;
   const PendingFile* current = nullptr;  // the file af holds
@@ -849,7 +860,8 @@ Status Extractor::link_tmpfile(ActiveFile& af, const Item& it) {
   if (errno != EEXIST) return errno_status("linking into place " + entry_label(it));
   // Something is there already: link under a temporary name and rename over it atomically.
   std::string tmp = tmp_name();
-  if (::linkat(AT_FDCWD, proc.c_str(), af.dir, tmp.c_str(), AT_SYMLINK_FOLLOW) != 0) return errno_status("linking into place " + entry_label(it));
+  if (::linkat(AT_FDCWD, proc.c_str(), af.dir, tmp.c_str(), AT_SYMLINK_FOLLOW) != 0)
+    return errno_status("linking into place " + entry_label(it));
   if (::renameat(af.dir, tmp.c_str(), af.dir, leaf.c_str()) != 0) {
     Status s = errno_status("renaming into place " + entry_label(it));
     ::unlinkat(af.dir, tmp.c_str(), 0);
@@ -881,7 +893,6 @@ void Extractor::sweep_temporaries(int dirfd, Listing& names) {
     if (remove_tree(dirfd, n)) ++stats_.stale_temporaries;  // a file, or a staged target (a directory)
 }
 
-
 void Extractor::rollback() {
   for (size_t i = created_.size(); i-- > 0;) {
     const Created& c = created_[i];
@@ -895,7 +906,8 @@ void Extractor::rollback() {
   }
   for (const auto& t : targets_) {
     if (t.staged) {
-      if (!remove_tree(t.parent.get(), t.staged_name)) warn("could not remove the temporary " + quote_path(t.staged_name) + " after the failed extract");
+      if (!remove_tree(t.parent.get(), t.staged_name))
+        warn("could not remove the temporary " + quote_path(t.staged_name) + " after the failed extract");
       continue;
     }
     if (!t.created) continue;
@@ -905,8 +917,7 @@ void Extractor::rollback() {
     }
     auto [parent, leaf] = split_destination(t.dest);
     auto pd = open_dir_path(parent, false);
-    if (!pd.ok() || !remove_tree(pd->get(), leaf))
-      warn("could not remove " + quote_path(t.dest) + " after the failed extract");
+    if (!pd.ok() || !remove_tree(pd->get(), leaf)) warn("could not remove " + quote_path(t.dest) + " after the failed extract");
   }
 }
 
@@ -917,9 +928,11 @@ Status Extractor::make_symlinks() {
     LC_ASSIGN_OR_RETURN(int dir, parent_dir(it));
     const bool direct = targets_[it.target].staged;  // the final name is not visible yet
     std::string tmp = direct ? leaf_name(it) : tmp_name();
-    if (::symlinkat(std::string(e.symlink_target).c_str(), dir, tmp.c_str()) != 0) return errno_status("creating symlink " + entry_label(it));
+    if (::symlinkat(std::string(e.symlink_target).c_str(), dir, tmp.c_str()) != 0)
+      return errno_status("creating symlink " + entry_label(it));
     Status st;
-    if (cfg_.restore_owner && ::fchownat(dir, tmp.c_str(), e.uid, e.gid, AT_SYMLINK_NOFOLLOW) != 0) st = errno_status("chown " + entry_label(it));
+    if (cfg_.restore_owner && ::fchownat(dir, tmp.c_str(), e.uid, e.gid, AT_SYMLINK_NOFOLLOW) != 0)
+      st = errno_status("chown " + entry_label(it));
     if (st.ok()) st = set_times(dir, tmp, e, AT_SYMLINK_NOFOLLOW, it);
     if (st.ok() && !direct) st = rename_into_place(dir, tmp, it);
     if (!st.ok()) {

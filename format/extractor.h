@@ -67,7 +67,7 @@ struct ExtractConfig {
   // Archive paths (relative to the archive top) to restrict to; empty = everything under the
   // targets. Ancestors of a selected path are created if missing, without changing their metadata.
   std::vector<std::string> only_paths;
-  int threads = 0;                           // decode workers; 0 = one per online CPU
+  int threads = 0;  // decode workers; 0 = one per online CPU
   // File writers for staged targets (format/file_writer_pool.h); 0 = auto (2 per online CPU,
   // 2..8: their time is mostly in the kernel creating inodes, partly waiting for its blocks);
   // 1 = the calling thread writes every file.
@@ -80,8 +80,8 @@ struct ExtractConfig {
   // Symlinks whose target is absolute or resolves outside the target directory.
   enum class ExternalSymlinks { kCreate, kRefuse };
   ExternalSymlinks external_symlinks = ExternalSymlinks::kCreate;  // kCreate: like tar; never followed
-  bool restore_owner = false;                // chown to the archived uid/gid (needs root)
-  bool restore_xattrs = true;                // xattrs present in the index, filtered as below
+  bool restore_owner = false;                                      // chown to the archived uid/gid (needs root)
+  bool restore_xattrs = true;                                      // xattrs present in the index, filtered as below
   // fnmatch(3) patterns of xattr names restored besides user.* (like tar's --xattrs-include).
   // security.* (file capabilities) and trusted.* are restored only when named here: an archive
   // must not grant capabilities because root extracted it.
@@ -98,12 +98,12 @@ struct ExtractStats {
   uint64_t file_bytes = 0;
   uint64_t compressed_bytes_read = 0;
   uint32_t frames_read = 0;
-  uint32_t parts = 0;              // range reads of frame data (one request each from a store)
-  int concurrency = 0;             // the read plan used (explicit or auto)
+  uint32_t parts = 0;   // range reads of frame data (one request each from a store)
+  int concurrency = 0;  // the read plan used (explicit or auto)
   uint64_t part_size_bytes = 0;
   uint64_t stale_temporaries = 0;  // ".lazycache-tmp.PID.N" of dead writers removed
-  uint64_t files_by_writers = 0;  // of `files`, written by the file writers (not the calling thread)
-  uint64_t dir_opens = 0;  // directory openat calls of the walks (linear in the entries, any depth)
+  uint64_t files_by_writers = 0;   // of `files`, written by the file writers (not the calling thread)
+  uint64_t dir_opens = 0;          // directory openat calls of the walks (linear in the entries, any depth)
   double seconds = 0;
 };
 

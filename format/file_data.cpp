@@ -37,9 +37,8 @@ Result<Fd> TreeFileOpener::open(uint32_t id, const std::string& what) {
   return Fd(fd);
 }
 
-Result<FileData> append_file_data(int fd, uint64_t size, uint64_t target, std::string& frame,
-                                  const std::function<Status()>& flush, const std::function<void(uint64_t)>& consumed,
-                                  const std::string& what) {
+Result<FileData> append_file_data(int fd, uint64_t size, uint64_t target, std::string& frame, const std::function<Status()>& flush,
+                                  const std::function<void(uint64_t)>& consumed, const std::string& what) {
   ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
   Xxh3Stream hash;
   uint64_t remaining = size;

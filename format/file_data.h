@@ -46,8 +46,7 @@ struct FileData {
 // leave `frame` empty). `consumed` is told the size of every piece appended.
 // A file that shrank since the scan is zero-padded so the stream stays valid.
 // Errors: kIo naming `what`, and flush's.
-Result<FileData> append_file_data(int fd, uint64_t size, uint64_t target, std::string& frame,
-                                  const std::function<Status()>& flush, const std::function<void(uint64_t)>& consumed,
-                                  const std::string& what);
+Result<FileData> append_file_data(int fd, uint64_t size, uint64_t target, std::string& frame, const std::function<Status()>& flush,
+                                  const std::function<void(uint64_t)>& consumed, const std::string& what);
 
 }  // namespace lazycache::format

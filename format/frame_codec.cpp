@@ -49,7 +49,8 @@ Result<std::string> decode_frame_checked(const FrameInfo& frame, uint32_t frame_
   auto corrupt = [&](const std::string& what) {
     return Status(ErrorCode::kCorrupt, "frame " + std::to_string(frame_number) + ": " + what);
   };
-  if (compressed.size() != frame.compressed_size) return corrupt("got " + std::to_string(compressed.size()) + " bytes, expected " + std::to_string(frame.compressed_size));
+  if (compressed.size() != frame.compressed_size)
+    return corrupt("got " + std::to_string(compressed.size()) + " bytes, expected " + std::to_string(frame.compressed_size));
   if (xxh3_128(compressed) != frame.digest) return corrupt("compressed bytes do not match their XXH3-128 digest");
   if (compressed.size() < 4 || load_le32(compressed.data()) != kZstdFrameMagic) return corrupt("not a zstd frame");
   unsigned long long content = ZSTD_getFrameContentSize(compressed.data(), compressed.size());
@@ -59,7 +60,8 @@ Result<std::string> decode_frame_checked(const FrameInfo& frame, uint32_t frame_
   std::string out(frame.uncompressed_size, '\0');
   size_t n = ZSTD_decompressDCtx(dctx.get(), out.data(), out.size(), compressed.data(), compressed.size());
   if (ZSTD_isError(n)) return corrupt(std::string("zstd: ") + ZSTD_getErrorName(n));
-  if (n != frame.uncompressed_size) return corrupt("decompressed to " + std::to_string(n) + " bytes, expected " + std::to_string(frame.uncompressed_size));
+  if (n != frame.uncompressed_size)
+    return corrupt("decompressed to " + std::to_string(n) + " bytes, expected " + std::to_string(frame.uncompressed_size));
   if (xxh64_low32(std::as_bytes(std::span<const char>(out))) != frame.xxh64_low32) return corrupt("seek-table checksum mismatch");
   return out;
 }
@@ -76,9 +78,7 @@ struct FrameDecoder::State {
   size_t last_hint = 1;  // ZSTD_decompressStream's: 0 once the frame is complete
   Status failed;
 
-  Status corrupt(const std::string& what) const {
-    return Status(ErrorCode::kCorrupt, "frame " + std::to_string(number) + ": " + what);
-  }
+  Status corrupt(const std::string& what) const { return Status(ErrorCode::kCorrupt, "frame " + std::to_string(number) + ": " + what); }
 };
 
 FrameDecoder::FrameDecoder(const FrameInfo& frame, uint32_t frame_number, Sink sink) : state_(std::make_unique<State>()) {
@@ -123,7 +123,8 @@ Status FrameDecoder::feed(std::span<const std::byte> compressed) {
 Status FrameDecoder::finish() {
   State& s = *state_;
   if (!s.failed.ok()) return s.failed;
-  if (s.fed != s.frame.compressed_size) return s.corrupt("got " + std::to_string(s.fed) + " bytes, expected " + std::to_string(s.frame.compressed_size));
+  if (s.fed != s.frame.compressed_size)
+    return s.corrupt("got " + std::to_string(s.fed) + " bytes, expected " + std::to_string(s.frame.compressed_size));
   if (s.digest.digest() != s.frame.digest) return s.corrupt("compressed bytes do not match their XXH3-128 digest");
   // A frame whose output filled the buffer exactly may still hold bytes in zstd: drain them.
   while (s.last_hint != 0) {
@@ -141,7 +142,8 @@ Status FrameDecoder::finish() {
   if (s.produced != s.frame.uncompressed_size) {
     return s.corrupt("decompressed to " + std::to_string(s.produced) + " bytes, expected " + std::to_string(s.frame.uncompressed_size));
   }
-  if (static_cast<uint32_t>(XXH64_digest(s.checksum) & 0xFFFFFFFFu) != s.frame.xxh64_low32) return s.corrupt("seek-table checksum mismatch");
+  if (static_cast<uint32_t>(XXH64_digest(s.checksum) & 0xFFFFFFFFu) != s.frame.xxh64_low32)
+    return s.corrupt("seek-table checksum mismatch");
   return Status();
 }
 

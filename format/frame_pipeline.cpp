@@ -37,7 +37,8 @@ FetchPlan choose_fetch_plan(uint64_t compressed_bytes, uint64_t uncompressed_byt
     return plan;
   }
   // Bytes held per compressed byte in flight: the compressed part plus what it decodes to.
-  const double held_per_byte = 1.0 + (compressed_bytes > 0 ? static_cast<double>(uncompressed_bytes) / static_cast<double>(compressed_bytes) : 1.0);
+  const double held_per_byte = 1.0 + (compressed_bytes > 0 ? static_cast<double>(uncompressed_bytes) / static_cast<double>(compressed_bytes)
+                                                           : 1.0);
   const auto slots = static_cast<uint64_t>(plan.concurrency) + 1;
   uint64_t by_budget = static_cast<uint64_t>(static_cast<double>(budget_bytes) / (held_per_byte * static_cast<double>(slots)));
   const uint64_t reads = static_cast<uint64_t>(plan.concurrency) * kAutoRounds;
@@ -47,13 +48,12 @@ FetchPlan choose_fetch_plan(uint64_t compressed_bytes, uint64_t uncompressed_byt
   return plan;
 }
 
-FramePipeline::FramePipeline(const ArchiveReader& reader, std::vector<uint32_t> frames, const FetchPlan& plan,
-                             uint64_t max_inflight_bytes, int decoders)
-    : reader_(reader),
-      frames_(std::move(frames)),
-      parts_(plan_fetch_parts(reader.index().frames(), frames_, plan.part_bytes, plan.ramp_parts)),
-      max_inflight_(max_inflight_bytes) {
-  const int fetchers = static_cast<int>(std::min<size_t>(static_cast<size_t>(std::max(1, plan.concurrency)), std::max<size_t>(1, parts_.size())));
+FramePipeline::FramePipeline(const ArchiveReader& reader, std::vector<uint32_t> frames, const FetchPlan& plan, uint64_t max_inflight_bytes,
+                             int decoders)
+    : reader_(reader), frames_(std::move(frames)),
+      parts_(plan_fetch_parts(reader.index().frames(), frames_, plan.part_bytes, plan.ramp_parts)), max_inflight_(max_inflight_bytes) {
+  const int fetchers = static_cast<int>(
+      std::min<size_t>(static_cast<size_t>(std::max(1, plan.concurrency)), std::max<size_t>(1, parts_.size())));
   for (int i = 0; i < fetchers; ++i) workers_.emplace_back([this] { fetch_loop(); });
   for (int i = 0; i < std::max(1, decoders); ++i) workers_.emplace_back([this] { decode_loop(); });
 }
@@ -116,7 +116,8 @@ void FramePipeline::fetch_loop() {
                                            std::to_string(frames_[part.end - 1]) + " of " + reader_.source().describe()));
     if (*got != part.length)
       return fail(Status(ErrorCode::kCorrupt, reader_.source().describe() + ": frames " + std::to_string(frames_[part.first]) + "-" +
-                                                  std::to_string(frames_[part.end - 1]) + " truncated (archive shorter than its seek table says)"));
+                                                  std::to_string(frames_[part.end - 1]) +
+                                                  " truncated (archive shorter than its seek table says)"));
     compressed_read_ += part.length;
     std::lock_guard lock(mu_);
     uint64_t at = 0;

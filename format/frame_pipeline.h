@@ -98,18 +98,18 @@ class FramePipeline {
   std::atomic<uint64_t> compressed_read_{0};
   std::mutex mu_;  // the only lock of the pipeline
   std::condition_variable cv_;
-  size_t next_part_ = 0;                                // guarded by mu_: next part to claim
-  uint64_t inflight_ = 0;                               // guarded by mu_: bytes reserved by claimed parts
+  size_t next_part_ = 0;   // guarded by mu_: next part to claim
+  uint64_t inflight_ = 0;  // guarded by mu_: bytes reserved by claimed parts
   // A fetched frame: a view into its part's buffer, which lives until its last frame is decoded.
   struct Fetched {
     size_t seq = 0;
     std::string_view bytes;
     std::shared_ptr<const std::string> part;
   };
-  std::deque<Fetched> todo_;                            // guarded by mu_: fetched frames to decode
-  std::map<size_t, Result<std::string>> done_;          // guarded by mu_: decoded frames by seq
-  Status error_;                                        // guarded by mu_
-  std::vector<std::jthread> workers_;                   // last: joined first on destruction
+  std::deque<Fetched> todo_;                    // guarded by mu_: fetched frames to decode
+  std::map<size_t, Result<std::string>> done_;  // guarded by mu_: decoded frames by seq
+  Status error_;                                // guarded by mu_
+  std::vector<std::jthread> workers_;           // last: joined first on destruction
 };
 
 }  // namespace lazycache::format

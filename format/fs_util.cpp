@@ -52,13 +52,15 @@ Result<Fd> open_dir_below(int base_fd, const std::vector<std::string>& comps, bo
   for (const auto& c : comps) {
     int fd = ::openat(cur.get(), c.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0 && errno == ENOENT && create) {
-      if (::mkdirat(cur.get(), c.c_str(), 0755) != 0 && errno != EEXIST) return errno_status("creating directory " + quote_path(c) + " of " + what);
+      if (::mkdirat(cur.get(), c.c_str(), 0755) != 0 && errno != EEXIST)
+        return errno_status("creating directory " + quote_path(c) + " of " + what);
       fd = ::openat(cur.get(), c.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     }
     if (fd < 0) {
       int err = errno;
       if (err == ELOOP || err == ENOTDIR)
-        return Status(ErrorCode::kPermissionDenied, what + ": " + quote_path(c) + " is a symlink or not a directory; refusing to follow it", err);
+        return Status(ErrorCode::kPermissionDenied, what + ": " + quote_path(c) + " is a symlink or not a directory; refusing to follow it",
+                      err);
       return errno_status("opening directory " + quote_path(c) + " of " + what, err);
     }
     cur = Fd(fd);

@@ -19,9 +19,7 @@ Digest128 xxh3_128(std::span<const std::byte> bytes) {
   return Digest128{h.low64, h.high64};
 }
 
-uint32_t xxh64_low32(std::span<const std::byte> bytes) {
-  return static_cast<uint32_t>(XXH64(bytes.data(), bytes.size(), 0) & 0xFFFFFFFFu);
-}
+uint32_t xxh64_low32(std::span<const std::byte> bytes) { return static_cast<uint32_t>(XXH64(bytes.data(), bytes.size(), 0) & 0xFFFFFFFFu); }
 
 uint64_t xxh3_64(std::span<const std::byte> bytes) { return XXH3_64bits(bytes.data(), bytes.size()); }
 

@@ -61,8 +61,8 @@ struct BaseUnit {
 };
 
 struct BaseLayout {
-  std::vector<BaseMember> members;  // in stream order, live and dead
-  std::vector<BaseUnit> units;      // in stream order; every member is in exactly one
+  std::vector<BaseMember> members;         // in stream order, live and dead
+  std::vector<BaseUnit> units;             // in stream order; every member is in exactly one
   std::vector<uint64_t> live_header_hash;  // per base entry: header_hash of its live member
 };
 
@@ -146,8 +146,8 @@ class ReplayV1 {
 
   const Index& idx_;
   std::vector<bool> emitted_;
-  std::vector<bool> in_tail_;  // written at the end, after every base unit
-  std::vector<bool> forced_;   // nodes that must be written at the end (make_plan)
+  std::vector<bool> in_tail_;        // written at the end, after every base unit
+  std::vector<bool> forced_;         // nodes that must be written at the end (make_plan)
   std::vector<uint32_t> hot_first_;  // a new learned layout: written first at the end
   std::vector<uint64_t> start_;
   uint64_t pos_ = 0;
@@ -242,8 +242,8 @@ class FrameStream {
     }
     const FrameInfo& f = base_.index->frames()[frame];
     if (current_->size() - pos_ < f.compressed_size)
-      return Status(ErrorCode::kCorrupt, "fetching base frames returned fewer bytes than the frame table says (frame " +
-                                             std::to_string(frame) + ")");
+      return Status(ErrorCode::kCorrupt,
+                    "fetching base frames returned fewer bytes than the frame table says (frame " + std::to_string(frame) + ")");
     std::string bytes = current_->substr(pos_, f.compressed_size);
     pos_ += f.compressed_size;
     if (xxh3_128(std::as_bytes(std::span<const char>(bytes))) != f.digest)
@@ -267,8 +267,8 @@ class FrameStream {
         const auto frames = base_.index->frames();
         const uint64_t want = frames[last].compressed_offset + frames[last].compressed_size - frames[first].compressed_offset;
         if (r->size() != want)
-          r = Status(ErrorCode::kCorrupt, "fetching base frames " + std::to_string(first) + "-" + std::to_string(last) +
-                                              " returned " + std::to_string(r->size()) + " bytes, expected " + std::to_string(want));
+          r = Status(ErrorCode::kCorrupt, "fetching base frames " + std::to_string(first) + "-" + std::to_string(last) + " returned " +
+                                              std::to_string(r->size()) + " bytes, expected " + std::to_string(want));
       }
       const bool failed = !r.ok();
       {
@@ -310,10 +310,9 @@ struct Step {
 
 class IncrementalWriter {
  public:
-  IncrementalWriter(ScannedTree& tree, const IncrementalBase& base, const BaseLayout& layout, ByteSink& sink,
-                    const PackConfig& config)
-      : tree_(tree), nodes_(tree.model.nodes), base_(base), idx_(*base.index), layout_(layout), sink_(sink),
-        config_(config), target_(config.frame_size_bytes) {}
+  IncrementalWriter(ScannedTree& tree, const IncrementalBase& base, const BaseLayout& layout, ByteSink& sink, const PackConfig& config)
+      : tree_(tree), nodes_(tree.model.nodes), base_(base), idx_(*base.index), layout_(layout), sink_(sink), config_(config),
+        target_(config.frame_size_bytes) {}
 
   IncrementalStats stats;
 
@@ -582,9 +581,7 @@ class IncrementalWriter {
     return differ * 10 > seen.size();
   }
 
-  static uint64_t member_tar_bytes(const IndexNode& n, bool data) {
-    return kTarBlock + (data ? n.size + tar_padding(n.size) : 0);
-  }
+  static uint64_t member_tar_bytes(const IndexNode& n, bool data) { return kTarBlock + (data ? n.size + tar_padding(n.size) : 0); }
 
   IncrementalPlanSizes sizes_of(const std::vector<Step>& plan) const {
     IncrementalPlanSizes out;
@@ -594,7 +591,8 @@ class IncrementalWriter {
       const Step& s = plan[i];
       if (s.reuse) {
         const BaseUnit& u = layout_.units[s.unit];
-        out.reused_compressed_bytes += bf[u.last_frame].compressed_offset + bf[u.last_frame].compressed_size - bf[u.first_frame].compressed_offset;
+        out.reused_compressed_bytes += bf[u.last_frame].compressed_offset + bf[u.last_frame].compressed_size -
+                                       bf[u.first_frame].compressed_offset;
         if (copies[i] != kNotCopied) out.copied_compressed_bytes += copies[i];
         continue;
       }
@@ -639,7 +637,8 @@ class IncrementalWriter {
       }
       size_t j = i + 1;
       uint64_t bytes = unit_bytes(layout_.units[plan[i].unit]);
-      while (j < plan.size() && plan[j].reuse && layout_.units[plan[j].unit].first_frame == layout_.units[plan[j - 1].unit].last_frame + 1) {
+      while (j < plan.size() && plan[j].reuse &&
+             layout_.units[plan[j].unit].first_frame == layout_.units[plan[j - 1].unit].last_frame + 1) {
         bytes += unit_bytes(layout_.units[plan[j].unit]);
         ++j;
       }
@@ -690,7 +689,8 @@ class IncrementalWriter {
         stats.compressed_bytes_copied += info.compressed_size;
       } else {
         LC_ASSIGN_OR_RETURN(std::string bytes, fetched.next(f));
-        LC_RETURN_IF_ERROR(sink_.write(std::as_bytes(std::span<const char>(bytes))).with_context("writing frame " + std::to_string(frames.size())));
+        LC_RETURN_IF_ERROR(
+            sink_.write(std::as_bytes(std::span<const char>(bytes))).with_context("writing frame " + std::to_string(frames.size())));
       }
       compressed_bytes += info.compressed_size;
       stream_bytes += info.uncompressed_size;
@@ -733,7 +733,8 @@ class IncrementalWriter {
       stream_bytes += chunk;
       stats.file_bytes_compressed += chunk;
     };
-    LC_ASSIGN_OR_RETURN(FileData data, append_file_data(fd.get(), n.size, target_, cur_, [&] { return flush(); }, consumed, paths_[id]));
+    LC_ASSIGN_OR_RETURN(FileData data, append_file_data(
+                                           fd.get(), n.size, target_, cur_, [&] { return flush(); }, consumed, paths_[id]));
     if (data.size_changed)
       config_.warn("file " + paths_[id] + " changed size while being packed; archived as its first " + std::to_string(n.size) +
                    " bytes (zero-padded if it shrank)");
@@ -821,7 +822,7 @@ class IncrementalWriter {
   std::vector<bool> forced_;   // nodes that must be written at the end (make_plan)
   std::vector<bool> repeat_;   // directories written after everything else (make_plan)
   std::vector<uint32_t> repeat_last_;
-  std::vector<uint32_t> hot_first_;  // a new learned layout: written first at the end
+  std::vector<uint32_t> hot_first_;                            // a new learned layout: written first at the end
   std::map<std::pair<uint64_t, uint64_t>, uint32_t> leaders_;  // inode -> first node written
   std::vector<NewMember> members_;                             // live members in stream order
   std::string cur_;
@@ -832,15 +833,15 @@ class IncrementalWriter {
 }  // namespace
 
 Result<IncrementalStats> write_incremental_archive(const std::vector<PackRoot>& roots, const IncrementalBase& base,
-                                                   const std::set<std::string>& changed, ByteSink& sink,
-                                                   const PackConfig& config_in) {
+                                                   const std::set<std::string>& changed, ByteSink& sink, const PackConfig& config_in) {
   auto start = std::chrono::steady_clock::now();
   PackConfig config = config_in;
   if (!config.warn) config.warn = [](const std::string& m) { std::cerr << "lazycache: warning: " << m << "\n"; };
   if (config.frame_size_bytes < 4096 || config.frame_size_bytes > (512ull << 20))
     return Status(ErrorCode::kInvalidArgument, "frame size must be between 4 KiB and 512 MiB");
   if (config.level < 1 || config.level > 22) return Status(ErrorCode::kInvalidArgument, "zstd level must be between 1 and 22");
-  if (!base.index || !base.fetch_frames) return Status(ErrorCode::kInvalidArgument, "incremental save needs a base index and a frame fetcher");
+  if (!base.index || !base.fetch_frames)
+    return Status(ErrorCode::kInvalidArgument, "incremental save needs a base index and a frame fetcher");
 
   LC_ASSIGN_OR_RETURN(BaseLayout layout, build_layout(*base.index));
   LC_ASSIGN_OR_RETURN(ScannedTree tree, base.tree ? base.tree() : scan_for_pack(roots, config.xattrs, config.warn));

@@ -70,9 +70,9 @@ struct IncrementalPlanSizes {
 struct IncrementalEstimate {
   IncrementalPlanSizes reuse;
   std::optional<IncrementalPlanSizes> relayout;
-  uint64_t tree_tar_bytes = 0;           // a full pack's tar stream (headers approximated)
-  uint64_t tree_files = 0;               // regular files a full pack reads
-  uint64_t base_compressed_bytes = 0;    // the base's frames
+  uint64_t tree_tar_bytes = 0;         // a full pack's tar stream (headers approximated)
+  uint64_t tree_files = 0;             // regular files a full pack reads
+  uint64_t base_compressed_bytes = 0;  // the base's frames
 };
 
 enum class IncrementalChoice { kReuse, kRelayout, kFullPack };
@@ -101,18 +101,18 @@ struct IncrementalBase {
 };
 
 struct IncrementalStats {
-  PackStats pack;                          // as write_archive reports it
-  uint32_t frames_reused = 0;              // base frames copied verbatim
-  uint32_t frames_compressed = 0;          // frames compressed here
-  uint64_t bytes_reused = 0;               // uncompressed tar bytes inside reused frames
-  uint64_t bytes_compressed = 0;           // uncompressed tar bytes compressed here
-  uint64_t file_bytes_compressed = 0;      // file content bytes read from the tree and compressed
-  uint64_t files_compressed = 0;           // regular file members packed fresh
-  uint64_t compressed_bytes_fetched = 0;   // base frame bytes obtained through fetch_frames
-  uint32_t frames_copied = 0;              // of frames_reused, appended through copy_to_sink
-  uint64_t compressed_bytes_copied = 0;    // their compressed bytes
-  uint64_t members_superseded = 0;         // members left dead in reused frames by this save
-  uint64_t dead_bytes = 0;                 // tar bytes of dead members in the new archive
+  PackStats pack;                         // as write_archive reports it
+  uint32_t frames_reused = 0;             // base frames copied verbatim
+  uint32_t frames_compressed = 0;         // frames compressed here
+  uint64_t bytes_reused = 0;              // uncompressed tar bytes inside reused frames
+  uint64_t bytes_compressed = 0;          // uncompressed tar bytes compressed here
+  uint64_t file_bytes_compressed = 0;     // file content bytes read from the tree and compressed
+  uint64_t files_compressed = 0;          // regular file members packed fresh
+  uint64_t compressed_bytes_fetched = 0;  // base frame bytes obtained through fetch_frames
+  uint32_t frames_copied = 0;             // of frames_reused, appended through copy_to_sink
+  uint64_t compressed_bytes_copied = 0;   // their compressed bytes
+  uint64_t members_superseded = 0;        // members left dead in reused frames by this save
+  uint64_t dead_bytes = 0;                // tar bytes of dead members in the new archive
   uint32_t fetch_calls = 0;
   IncrementalChoice choice = IncrementalChoice::kReuse;  // the plan written (kReuse or kRelayout)
 };
@@ -127,7 +127,6 @@ struct IncrementalStats {
 // kCorrupt (a fetched base frame fails its digest), fetch_frames' errors, and write_archive's.
 // On error nothing is committed.
 Result<IncrementalStats> write_incremental_archive(const std::vector<PackRoot>& roots, const IncrementalBase& base,
-                                                   const std::set<std::string>& changed, ByteSink& sink,
-                                                   const PackConfig& config);
+                                                   const std::set<std::string>& changed, ByteSink& sink, const PackConfig& config);
 
 }  // namespace lazycache::format

@@ -85,9 +85,7 @@ class IndexImpl final : public Index {
   Status validate_members(uint64_t stream_bytes, uint64_t dead_offset, uint32_t dead_count);
   const std::byte* base() const { return as_bytes_ptr(bytes_); }
   const std::byte* record(EntryId id) const { return base() + kIndexHeaderBytes + uint64_t{id} * kIndexEntryBytes; }
-  std::string_view str(uint32_t off, uint32_t len) const {
-    return std::string_view(bytes_).substr(strings_offset_ + off, len);
-  }
+  std::string_view str(uint32_t off, uint32_t len) const { return std::string_view(bytes_).substr(strings_offset_ + off, len); }
   bool str_ok(uint32_t off, uint32_t len) const { return uint64_t{off} + len <= strings_bytes_; }
   std::string_view name_of(EntryId id) const { return str(load_le32(record(id) + 52), load_le32(record(id) + 56)); }
   // "entry 'data/a/b' (#12)" for messages while parsing: walks parents only while they precede
@@ -136,7 +134,8 @@ Status IndexImpl::validate() {
   const uint64_t offsets_off = xattrs_offset_ + uint64_t{xattr_count_} * kIndexXattrBytes;
   const uint64_t dead_off = offsets_off + (version >= 2 ? uint64_t{entry_count_} * 8 : 0);
   strings_offset_ = dead_off + uint64_t{dead_count} * kIndexDeadBytes;
-  if (strings_bytes_ > total || strings_offset_ + strings_bytes_ + 8 != total) return corrupt("section sizes do not add up to the index size");
+  if (strings_bytes_ > total || strings_offset_ + strings_bytes_ + 8 != total)
+    return corrupt("section sizes do not add up to the index size");
   if (entry_count_ == 0) return corrupt("no entries");
   if (!str_ok(tool_off, tool_len)) return corrupt("tool version outside the string table");
   tool_version_ = str(tool_off, tool_len);
@@ -153,7 +152,8 @@ Status IndexImpl::validate() {
     fi.uncompressed_size = load_le32(f + 20);
     fi.xxh64_low32 = load_le32(f + 24);
     fi.digest = Digest128{load_le64(f + 32), load_le64(f + 40)};
-    if (fi.compressed_offset != c_next || fi.uncompressed_offset != u_next) return corrupt("frame " + std::to_string(i) + " is not contiguous with the previous one");
+    if (fi.compressed_offset != c_next || fi.uncompressed_offset != u_next)
+      return corrupt("frame " + std::to_string(i) + " is not contiguous with the previous one");
     if (fi.compressed_size == 0 || fi.uncompressed_size == 0 || fi.uncompressed_size > kMaxFrameUncompressedBytes)
       return corrupt("frame " + std::to_string(i) + " has a bad size");
     c_next += fi.compressed_size;
@@ -182,7 +182,8 @@ Status IndexImpl::validate() {
     std::string_view name = name_of(id);
     uint32_t target_len = load_le32(r + 64);
     if (id == 0) {
-      if (parent != 0 || type != static_cast<uint8_t>(EntryType::kDirectory) || !name.empty()) return where("the top entry must be an unnamed directory");
+      if (parent != 0 || type != static_cast<uint8_t>(EntryType::kDirectory) || !name.empty())
+        return where("the top entry must be an unnamed directory");
     } else {
       if (parent >= id) return where("parent does not precede the entry");
       if (!valid_name(name)) return where("invalid name");
@@ -191,7 +192,8 @@ Status IndexImpl::validate() {
     uint32_t link_group = load_le32(r + 48), first_child = load_le32(r + 68), child_count = load_le32(r + 72);
     uint32_t xattr_first = load_le32(r + 76), xattr_n = load_le32(r + 80);
     if (load_le32(r + 20) == 0) return where("nlink is 0");
-    if (uint64_t{xattr_first} + xattr_n > xattr_count_ || ((flags & kEntryFlagXattrs) != 0) != (xattr_n != 0)) return where("bad xattr range");
+    if (uint64_t{xattr_first} + xattr_n > xattr_count_ || ((flags & kEntryFlagXattrs) != 0) != (xattr_n != 0))
+      return where("bad xattr range");
     if (link_group >= entry_count_) return where("link group out of range");
     if ((flags & kEntryFlagImplicitDir) && type != static_cast<uint8_t>(EntryType::kDirectory)) return where("implicit non-directory");
     if (type == static_cast<uint8_t>(EntryType::kDirectory)) {
@@ -230,13 +232,15 @@ Status IndexImpl::validate() {
     if (!str_ok(load_le32(x), load_le32(x + 4)) || !str_ok(load_le32(x + 8), load_le32(x + 12)) || load_le32(x + 4) == 0)
       return corrupt("xattr " + std::to_string(i) + " outside the string table");
     if (!valid_xattr_name(str(load_le32(x), load_le32(x + 4))))
-      return corrupt("xattr " + std::to_string(i) + " name " + quote_path(std::string(str(load_le32(x), load_le32(x + 4)))) + " holds a NUL byte");
+      return corrupt("xattr " + std::to_string(i) + " name " + quote_path(std::string(str(load_le32(x), load_le32(x + 4)))) +
+                     " holds a NUL byte");
   }
   for (uint32_t i = 0; i < root_count; ++i) {
     const std::byte* r = b + roots_off + uint64_t{i} * kIndexRootBytes;
     Root root;
     root.entry = load_le32(r);
-    if (root.entry >= entry_count_ || root.entry == 0 || !str_ok(load_le32(r + 4), load_le32(r + 8)) || !str_ok(load_le32(r + 12), load_le32(r + 16)))
+    if (root.entry >= entry_count_ || root.entry == 0 || !str_ok(load_le32(r + 4), load_le32(r + 8)) ||
+        !str_ok(load_le32(r + 12), load_le32(r + 16)))
       return corrupt("root " + std::to_string(i) + " out of range");
     root.original_path = std::string(str(load_le32(r + 4), load_le32(r + 8)));
     root.member_prefix = std::string(str(load_le32(r + 12), load_le32(r + 16)));

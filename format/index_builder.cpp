@@ -68,7 +68,8 @@ Result<std::string> serialize_index(IndexModel& model) {
     for (const auto& x : n.xattrs) {
       // The reader refuses these (format/index.cpp): never write an index it would refuse.
       if (x.name.empty() || x.name.find('\0') != std::string::npos)
-        return Status(ErrorCode::kInvalidArgument, "xattr name " + quote_path(x.name, 64) + " of " + quote_path(n.name) + " is empty or holds a NUL byte");
+        return Status(ErrorCode::kInvalidArgument,
+                      "xattr name " + quote_path(x.name, 64) + " of " + quote_path(n.name) + " is empty or holds a NUL byte");
       LC_ASSIGN_OR_RETURN(uint32_t xn, strings.add(x.name));
       LC_ASSIGN_OR_RETURN(uint32_t xv, strings.add(x.value));
       put_le32(xattr_records, xn);
@@ -160,8 +161,7 @@ Result<std::string> serialize_index(IndexModel& model) {
   put_le32(out, static_cast<uint32_t>(model.tool_version.size()));
   put_le64(out, strings.bytes().size());
   const auto& t = model.totals;
-  for (uint64_t v : {t.file_count, t.dir_count, t.symlink_count, t.uncompressed_bytes, t.file_bytes, t.compressed_bytes})
-    put_le64(out, v);
+  for (uint64_t v : {t.file_count, t.dir_count, t.symlink_count, t.uncompressed_bytes, t.file_bytes, t.compressed_bytes}) put_le64(out, v);
   put_le32(out, tool_off);
   if (!v1) put_le32(out, static_cast<uint32_t>(model.dead.size()));
   out.resize(kIndexHeaderBytes, '\0');

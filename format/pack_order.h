@@ -18,8 +18,7 @@ namespace lazycache::format {
 
 // normalize_roots (against the current directory) + scan_tree, with every directory's children
 // sorted bytewise by name. Errors: those of normalize_roots and scan_tree, kIo (getcwd).
-Result<ScannedTree> scan_for_pack(const std::vector<PackRoot>& roots, XattrSet xattrs,
-                                  const std::function<void(const std::string&)>& warn);
+Result<ScannedTree> scan_for_pack(const std::vector<PackRoot>& roots, XattrSet xattrs, const std::function<void(const std::string&)>& warn);
 
 // Member order: `hot` nodes first (in the given order), then a depth-first walk with children
 // in the order the model holds them. Implicit ancestor directories and the top (node 0) are not

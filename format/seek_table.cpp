@@ -24,7 +24,8 @@ Result<uint64_t> SeekTable::frame_bytes_from_footer(std::span<const std::byte> t
 Result<SeekTable> SeekTable::parse(std::span<const std::byte> tail, uint64_t object_size) {
   if (tail.size() > object_size) return corrupt("tail longer than the object");
   LC_ASSIGN_OR_RETURN(uint64_t table_bytes, frame_bytes_from_footer(tail));
-  if (table_bytes > object_size) return corrupt("table of " + std::to_string(table_bytes) + " bytes in an object of " + std::to_string(object_size));
+  if (table_bytes > object_size)
+    return corrupt("table of " + std::to_string(table_bytes) + " bytes in an object of " + std::to_string(object_size));
   if (table_bytes > tail.size()) return corrupt("table not inside the bytes read");
   const std::byte* table = tail.data() + (tail.size() - table_bytes);
   if (load_le32(table) != kSeekTableSkippableMagic) return corrupt("skippable magic is not 0x184D2A5E");
@@ -44,7 +45,8 @@ Result<SeekTable> SeekTable::parse(std::span<const std::byte> tail, uint64_t obj
     f.uncompressed_offset = uncompressed;
     if (f.compressed_size == 0) return corrupt("frame " + std::to_string(i) + " has compressed size 0");
     if (f.uncompressed_size > kMaxFrameUncompressedBytes)
-      return corrupt("frame " + std::to_string(i) + " decompresses to " + std::to_string(f.uncompressed_size) + " bytes, above the 1 GiB limit");
+      return corrupt("frame " + std::to_string(i) + " decompresses to " + std::to_string(f.uncompressed_size) +
+                     " bytes, above the 1 GiB limit");
     compressed += f.compressed_size;  // u64 sums of u32 values: cannot overflow for n <= 2^27
     uncompressed += f.uncompressed_size;
     if (compressed > object_size) return corrupt("frames extend past the end of the object");

@@ -32,7 +32,7 @@ inline constexpr uint64_t kMaxSeekableFrames = 0x8000000;
 inline constexpr uint64_t kMaxFrameUncompressedBytes = 1ull << 30;
 
 struct SeekEntry {
-  uint64_t compressed_offset = 0;    // prefix sum of earlier compressed sizes
+  uint64_t compressed_offset = 0;  // prefix sum of earlier compressed sizes
   uint32_t compressed_size = 0;
   uint64_t uncompressed_offset = 0;  // prefix sum of earlier uncompressed sizes
   uint32_t uncompressed_size = 0;

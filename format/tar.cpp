@@ -46,8 +46,8 @@ std::string pax_time(int64_t ns) {
   return (negative ? "-" : "") + std::to_string(abs / 1000000000ull) + "." + frac;
 }
 
-std::string ustar_block(std::string_view name, char typeflag, uint32_t mode, uint64_t uid, uint64_t gid, uint64_t size,
-                        int64_t mtime_s, std::string_view linkname) {
+std::string ustar_block(std::string_view name, char typeflag, uint32_t mode, uint64_t uid, uint64_t gid, uint64_t size, int64_t mtime_s,
+                        std::string_view linkname) {
   std::string b(kTarBlock, '\0');
   char* h = b.data();
   put_string(h, 100, name);
@@ -59,7 +59,10 @@ std::string ustar_block(std::string_view name, char typeflag, uint32_t mode, uin
   std::memset(h + 148, ' ', 8);
   h[156] = typeflag;
   put_string(h + 157, 100, linkname);
-  std::memcpy(h + 257, "ustar\0" "00", 8);
+  std::memcpy(h + 257,
+              "ustar\0"
+              "00",
+              8);
   put_octal(h + 329, 8, 0);
   put_octal(h + 337, 8, 0);
   unsigned sum = 0;
@@ -130,8 +133,7 @@ std::string tar_header_bytes(const TarMember& m) {
     out += records;
     out.append(tar_padding(records.size()), '\0');
   }
-  out += ustar_block(path, static_cast<char>(m.type), m.mode, m.uid, m.gid, m.type == TarType::kRegular ? m.size : 0, mtime_s,
-                     m.linkname);
+  out += ustar_block(path, static_cast<char>(m.type), m.mode, m.uid, m.gid, m.type == TarType::kRegular ? m.size : 0, mtime_s, m.linkname);
   return out;
 }
 
@@ -260,7 +262,8 @@ Result<std::optional<TarEntryInfo>> TarReader::next() {
     if (h.zero_block) return std::optional<TarEntryInfo>();
     if (h.typeflag == 'x' || h.typeflag == 'g' || h.typeflag == 'L' || h.typeflag == 'K') {
       uint64_t limit = (h.typeflag == 'x' || h.typeflag == 'g') ? kMaxPaxBytes : kMaxGnuLongBytes;
-      if (h.size > limit) return corrupt("extension header of " + std::to_string(h.size) + " bytes at offset " + std::to_string(header_offset));
+      if (h.size > limit)
+        return corrupt("extension header of " + std::to_string(h.size) + " bytes at offset " + std::to_string(header_offset));
       std::string data(h.size, '\0');
       LC_RETURN_IF_ERROR(read_exact(std::as_writable_bytes(std::span<char>(data)), "an extension header"));
       LC_RETURN_IF_ERROR(skip(tar_padding(h.size)));
@@ -292,8 +295,7 @@ Result<std::optional<TarEntryInfo>> TarReader::next() {
         auto t = parse_pax_time(value);
         if (!t.ok()) return t.error().with_context("member " + quote_path(e.path));
         e.mtime_ns = *t;
-      }
-      else if (key == "size" || key == "uid" || key == "gid") {
+      } else if (key == "size" || key == "uid" || key == "gid") {
         if (value.empty() || value.size() > 19 || value.find_first_not_of("0123456789") != std::string::npos)
           return corrupt("member " + quote_path(e.path) + ": bad pax " + key + " " + quote_path(value, 64));
         uint64_t n = std::stoull(value);

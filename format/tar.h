@@ -34,13 +34,13 @@ enum class TarType : char {
 };
 
 struct TarMember {
-  std::string path;       // without a trailing '/'; the writer adds it for directories
+  std::string path;  // without a trailing '/'; the writer adds it for directories
   TarType type = TarType::kRegular;
-  uint32_t mode = 0644;   // permission bits
+  uint32_t mode = 0644;  // permission bits
   uint32_t uid = 0, gid = 0;
   int64_t mtime_ns = 0;
-  uint64_t size = 0;      // regular files only
-  std::string linkname;   // symlink target, or the earlier member a hardlink points to
+  uint64_t size = 0;     // regular files only
+  std::string linkname;  // symlink target, or the earlier member a hardlink points to
   std::vector<std::pair<std::string, std::string>> xattrs;
 };
 

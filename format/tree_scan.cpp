@@ -54,9 +54,9 @@ class Scanner {
 
   // Starts a root's walk: `base_fd` is the directory holding it on disk, model node `parent`.
   void start(int base_fd, uint32_t parent) {
-    dirs_.reset(DirStack::Tree{[this](EntryId n) { return t_.model.nodes[n].parent; },
-                               [this](EntryId n) { return t_.model.nodes[n].name; }, 0},
-                base_fd, parent);
+    dirs_.reset(
+        DirStack::Tree{[this](EntryId n) { return t_.model.nodes[n].parent; }, [this](EntryId n) { return t_.model.nodes[n].name; }, 0},
+        base_fd, parent);
   }
 
   // Adds the entry `name` (already lstat-ed) under directory node `parent`; scans a directory's
@@ -256,7 +256,8 @@ Result<std::vector<NormalizedRoot>> normalize_roots(const std::vector<PackRoot>&
       const auto& a = out[i].member_prefix;
       const auto& b = out[j].member_prefix;
       if (a == b || (b.size() > a.size() && b.compare(0, a.size(), a) == 0 && b[a.size()] == '/'))
-        return Status(ErrorCode::kInvalidArgument, "paths '" + roots[i].path + "' and '" + roots[j].path + "' overlap (both map to archive member " + b + ")");
+        return Status(ErrorCode::kInvalidArgument,
+                      "paths '" + roots[i].path + "' and '" + roots[j].path + "' overlap (both map to archive member " + b + ")");
     }
   return out;
 }
@@ -307,8 +308,7 @@ Result<std::vector<Xattr>> read_xattrs_at(const std::string& path, const std::st
                           [p](const char* name, void* buf, size_t size) { return ::lgetxattr(p, name, buf, size); }, what, set);
 }
 
-Result<uint32_t> add_implicit_ancestors(ScannedTree& t, const NormalizedRoot& r,
-                                        const std::function<uint32_t(IndexNode, uint32_t)>& add) {
+Result<uint32_t> add_implicit_ancestors(ScannedTree& t, const NormalizedRoot& r, const std::function<uint32_t(IndexNode, uint32_t)>& add) {
   auto comps = split_path(r.member_prefix);
   std::string base = r.original_path.substr(0, r.original_path.size() - r.member_prefix.size());  // ends with '/'
   uint32_t parent = 0;
@@ -343,7 +343,8 @@ Result<ScannedTree> scan_tree(const std::vector<NormalizedRoot>& roots, XattrSet
   for (size_t ri = 0; ri < roots.size(); ++ri) {
     const auto& r = roots[ri];
     auto comps = split_path(r.member_prefix);
-    LC_ASSIGN_OR_RETURN(uint32_t parent, add_implicit_ancestors(t, r, [&](IndexNode n, uint32_t p) { return s.add_node(std::move(n), p, -1); }));
+    LC_ASSIGN_OR_RETURN(uint32_t parent,
+                        add_implicit_ancestors(t, r, [&](IndexNode n, uint32_t p) { return s.add_node(std::move(n), p, -1); }));
     std::string dir_path = r.original_path.substr(0, r.original_path.rfind('/'));
     int dfd = ::open(dir_path.empty() ? "/" : dir_path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dfd < 0) return errno_status("opening " + (dir_path.empty() ? std::string("/") : dir_path));
@@ -353,7 +354,8 @@ Result<ScannedTree> scan_tree(const std::vector<NormalizedRoot>& roots, XattrSet
     size_t before = t.model.nodes.size();
     s.start(dir.get(), parent);
     LC_RETURN_IF_ERROR(s.add_entry(comps.back(), st, parent, static_cast<int32_t>(ri), r.original_path));
-    if (t.model.nodes.size() == before) return Status(ErrorCode::kInvalidArgument, "path " + r.original_path + " is not a file, directory or symlink");
+    if (t.model.nodes.size() == before)
+      return Status(ErrorCode::kInvalidArgument, "path " + r.original_path + " is not a file, directory or symlink");
     t.model.roots.push_back(IndexRootSpec{r.original_path, r.member_prefix, static_cast<uint32_t>(before)});
   }
   return t;

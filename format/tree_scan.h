@@ -24,8 +24,8 @@ struct NormalizedRoot {
 Result<std::vector<NormalizedRoot>> normalize_roots(const std::vector<PackRoot>& roots, const std::string& cwd);
 
 struct ScannedTree {
-  IndexModel model;                 // nodes and roots filled; frames/hot/totals not yet
-  std::vector<int32_t> node_root;   // per node: which root's tree it is in (-1: top or implicit)
+  IndexModel model;                                    // nodes and roots filled; frames/hot/totals not yet
+  std::vector<int32_t> node_root;                      // per node: which root's tree it is in (-1: top or implicit)
   std::vector<std::pair<uint64_t, uint64_t>> dev_ino;  // per node (regular files), for hardlinks
   std::vector<uint64_t> stat_nlink;                    // per node
   uint64_t skipped = 0;
@@ -40,8 +40,7 @@ Result<ScannedTree> scan_tree(const std::vector<NormalizedRoot>& roots, XattrSet
 // last), shared between roots, with the metadata of the directories holding its path on disk:
 // missing ones are added with add(node, parent). Returns the node the root goes under. Errors:
 // kInvalidArgument when `r` lies inside another root already in `t`.
-Result<uint32_t> add_implicit_ancestors(ScannedTree& t, const NormalizedRoot& r,
-                                        const std::function<uint32_t(IndexNode, uint32_t)>& add);
+Result<uint32_t> add_implicit_ancestors(ScannedTree& t, const NormalizedRoot& r, const std::function<uint32_t(IndexNode, uint32_t)>& add);
 
 // Reads the xattrs of `set` (archive_writer.h) of an open fd, sorted by name.
 Result<std::vector<Xattr>> read_xattrs(int fd, const std::string& what, XattrSet set = XattrSet::kStored);

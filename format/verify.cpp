@@ -93,13 +93,15 @@ Result<VerifyStats> verify_archive(const ArchiveReader& reader, const std::funct
     if (e.implicit_dir) return bad("index marks it as an implicit directory");
     char want = expected_typeflag(e);
     char got = member->typeflag;
-    if (!(want == got || (want == '?' && (got == '0' || got == '1')))) return bad(std::string("tar type '") + got + "' does not match the index");
+    if (!(want == got || (want == '?' && (got == '0' || got == '1'))))
+      return bad(std::string("tar type '") + got + "' does not match the index");
     if (member->mode != e.mode || member->uid != e.uid || member->gid != e.gid || member->mtime_ns != e.mtime_ns)
       return bad("mode, owner or mtime differs from the index");
     if (e.type == EntryType::kSymlink && member->linkname != e.symlink_target) return bad("symlink target differs from the index");
     if (got == '1') {
       auto target = idx.lookup_path(member->linkname);
-      if (!target || idx.entry(*target).link_group != e.link_group) return bad("hardlink target " + quote_path(member->linkname) + " is not in its link group");
+      if (!target || idx.entry(*target).link_group != e.link_group)
+        return bad("hardlink target " + quote_path(member->linkname) + " is not in its link group");
     }
     if (got == '0') {
       if (member->size != e.size || member->data_offset != e.data_offset) return bad("size or data offset differs from the index");
@@ -117,9 +119,12 @@ Result<VerifyStats> verify_archive(const ArchiveReader& reader, const std::funct
   for (EntryId id = 1; id < idx.entry_count(); ++id) {
     Entry e = idx.entry(id);
     if (!seen[id] && !e.implicit_dir) return Status(ErrorCode::kCorrupt, "entry " + quote_path(idx.path(id)) + " has no tar member");
-    if (e.type == EntryType::kRegular && !data_seen[e.link_group]) return Status(ErrorCode::kCorrupt, "entry " + quote_path(idx.path(id)) + " has no data in the tar stream");
+    if (e.type == EntryType::kRegular && !data_seen[e.link_group])
+      return Status(ErrorCode::kCorrupt, "entry " + quote_path(idx.path(id)) + " has no data in the tar stream");
   }
-  if (next_dead != dead.size()) return Status(ErrorCode::kCorrupt, "dead member at stream offset " + std::to_string(dead[next_dead].start) + " is not a member boundary");
+  if (next_dead != dead.size())
+    return Status(ErrorCode::kCorrupt,
+                  "dead member at stream offset " + std::to_string(dead[next_dead].start) + " is not a member boundary");
   // Read the rest (padding after the end marker) so every frame is checked.
   std::byte sink[4096];
   for (;;) {

@@ -20,8 +20,7 @@ class CacheWriteBackoff {
   // 30 s: a job step that deletes its outputs frees room within seconds to minutes, and a retry
   // costs one free-space check or one failed write. 5 min: a disk that stays full is retried a
   // dozen times an hour, never per frame.
-  explicit CacheWriteBackoff(Clock::duration first = std::chrono::seconds(30),
-                             Clock::duration max = std::chrono::minutes(5))
+  explicit CacheWriteBackoff(Clock::duration first = std::chrono::seconds(30), Clock::duration max = std::chrono::minutes(5))
       : first_(first), max_(max) {}
 
   // True while writes should be skipped.

@@ -10,11 +10,11 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
-#include <algorithm>
 #include <iostream>
 #include <map>
 #include <optional>
@@ -225,8 +225,7 @@ Result<std::shared_ptr<ChunkCache>> ChunkCache::open(const ChunkCacheConfig& con
   std::lock_guard lock(registry_mu());
   if (auto existing = registry()[real].lock()) {
     uint64_t seen = existing->max_bytes_.load();
-    while (seen < config.max_bytes && !existing->max_bytes_.compare_exchange_weak(seen, config.max_bytes)) {
-    }
+    while (seen < config.max_bytes && !existing->max_bytes_.compare_exchange_weak(seen, config.max_bytes)) {}
     return existing;
   }
   std::shared_ptr<ChunkCache> cache(new ChunkCache(real, config));
@@ -236,11 +235,7 @@ Result<std::shared_ptr<ChunkCache>> ChunkCache::open(const ChunkCacheConfig& con
 }
 
 ChunkCache::ChunkCache(std::string dir, const ChunkCacheConfig& config)
-    : dir_(std::move(dir)),
-      max_bytes_(config.max_bytes),
-      warn_(config.warn),
-      now_(config.now),
-      free_bytes_(config.free_bytes),
+    : dir_(std::move(dir)), max_bytes_(config.max_bytes), warn_(config.warn), now_(config.now), free_bytes_(config.free_bytes),
       after_evict_commit_(config.after_evict_commit) {
   if (!warn_) warn_ = [](const std::string& line) { std::cerr << "lazycache: " << line << "\n"; };
   if (!now_) now_ = [] { return CacheWriteBackoff::Clock::now(); };
@@ -293,7 +288,9 @@ Status ChunkCache::open_checked_index() {
   }
   // The cache is disposable: keep the damaged file for inspection and start an empty one.
   LC_RETURN_IF_ERROR(set_index_aside(dir_));
-  warn_("chunk cache " + dir_ + ": index.mdb is damaged (" + problem + "); moved it aside as index.mdb.damaged and started an empty cache (frames are fetched from the store again; `lazycache cache gc` removes the old blobs)");
+  warn_(
+      "chunk cache " + dir_ + ": index.mdb is damaged (" + problem +
+      "); moved it aside as index.mdb.damaged and started an empty cache (frames are fetched from the store again; `lazycache cache gc` removes the old blobs)");
   LC_RETURN_IF_ERROR(open_index());
   mark_checked(index, identity_of(index));
   return Status();
@@ -500,8 +497,8 @@ Status ChunkCache::write_failed(const Status& failure) {
     pause = std::chrono::duration_cast<std::chrono::seconds>(backoff_.paused_until() - now);
   }
   if (started) {
-    warn_("chunk cache " + dir_ + ": cannot store frames (" + failure.to_string() + "); not caching for " +
-          std::to_string(pause.count()) + " s, then retrying with a growing pause (at most 5 min); reads are served from the store meanwhile");
+    warn_("chunk cache " + dir_ + ": cannot store frames (" + failure.to_string() + "); not caching for " + std::to_string(pause.count()) +
+          " s, then retrying with a growing pause (at most 5 min); reads are served from the store meanwhile");
   }
   return failure;
 }
@@ -554,8 +551,8 @@ Status ChunkCache::make_room(uint64_t size) {
   }
   if (first) {
     warn_("chunk cache " + dir_ + ": its filesystem has only " + size_text(free) + " free and " + size_text(min_free_) +
-          " must stay free for other files: evicting older chunks to make room (the cache holds " +
-          size_text(total - freed) + "; its bound is " + size_text(max_bytes()) + ")");
+          " must stay free for other files: evicting older chunks to make room (the cache holds " + size_text(total - freed) +
+          "; its bound is " + size_text(max_bytes()) + ")");
   }
   return Status();
 }

@@ -47,12 +47,12 @@
 // (open() returns the shared one: LMDB forbids opening an environment twice in one process).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <atomic>
-#include <optional>
 #include <mutex>
+#include <optional>
 #include <shared_mutex>
 #include <span>
 #include <string>
@@ -184,8 +184,8 @@ class ChunkCache {
   // transaction of this process be live then.
   mutable std::shared_mutex env_mu_;
   unsigned dbi_chunks_ = 0, dbi_lru_ = 0, dbi_meta_ = 0;
-  mutable std::mutex pending_mu_;  // guards pending_, corrupt_removed_; never held across LMDB calls
-                           // except in flush_locked (taken before any write transaction)
+  mutable std::mutex pending_mu_;   // guards pending_, corrupt_removed_; never held across LMDB calls
+                                    // except in flush_locked (taken before any write transaction)
   std::vector<Digest128> pending_;  // hits not yet written to the lru table
   uint64_t corrupt_removed_ = 0;
   uint64_t tmp_counter_ = 0;  // guarded by pending_mu_

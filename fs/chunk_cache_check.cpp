@@ -28,7 +28,7 @@ constexpr int kDamaged = 1;
 constexpr int kCannotOpen = 2;  // not damage: permissions, no file
 constexpr int kCrashed = 3;
 
-int g_report_fd = -1;  // the child's end of the pipe, for the crash handler
+int g_report_fd = -1;          // the child's end of the pipe, for the crash handler
 volatile uint64_t g_sink = 0;  // what the walk hashed: keeps the compiler from skipping reads
 
 void say(int fd, const char* text) {
@@ -38,7 +38,7 @@ void say(int fd, const char* text) {
 
 extern "C" void on_crash(int sig) {
   // Async-signal-safe only: the walk hit a wild pointer in a damaged page.
-  say(g_report_fd, sig == SIGBUS ? "reading it crashed with SIGBUS (a page beyond the end of a truncated file?)"
+  say(g_report_fd, sig == SIGBUS    ? "reading it crashed with SIGBUS (a page beyond the end of a truncated file?)"
                    : sig == SIGABRT ? "reading it failed an LMDB assertion"
                                     : "reading it crashed (a wild pointer in a damaged page)");
   ::_exit(kCrashed);
@@ -58,9 +58,9 @@ struct Shape {
   bool value_any = true;
 };
 Shape shape_of(const std::string& table) {
-  if (table == "chunks") return {16, 16, false};   // digest -> Row {size, seq}
-  if (table == "lru") return {24, 0, false};       // seq + digest -> nothing
-  if (table == "meta") return {0, 8, false};       // name -> uint64_t
+  if (table == "chunks") return {16, 16, false};  // digest -> Row {size, seq}
+  if (table == "lru") return {24, 0, false};      // seq + digest -> nothing
+  if (table == "meta") return {0, 8, false};      // name -> uint64_t
   return {};
 }
 
@@ -137,8 +137,8 @@ bool find_mapping(const struct stat& file, const char*& begin) {
     unsigned long long start = 0, end = 0, offset = 0, inode = 0;
     unsigned major = 0, minor = 0;
     char perms[8];
-    if (std::sscanf(line, "%llx-%llx %7s %llx %x:%x %llu", &start, &end, perms, &offset, &major, &minor, &inode) == 7 &&
-        offset == 0 && inode == file.st_ino && makedev(major, minor) == file.st_dev) {
+    if (std::sscanf(line, "%llx-%llx %7s %llx %x:%x %llu", &start, &end, perms, &offset, &major, &minor, &inode) == 7 && offset == 0 &&
+        inode == file.st_ino && makedev(major, minor) == file.st_dev) {
       begin = reinterpret_cast<const char*>(static_cast<uintptr_t>(start));
       found = true;
     }
@@ -263,9 +263,8 @@ std::string identity_of(const std::string& path) {
   if (::stat(path.c_str(), &st) != 0) return "";
   char buf[160];
   std::snprintf(buf, sizeof buf, "%llu %llu %lld %lld.%09ld %lld.%09ld\n", static_cast<unsigned long long>(st.st_dev),
-                static_cast<unsigned long long>(st.st_ino), static_cast<long long>(st.st_size),
-                static_cast<long long>(st.st_mtim.tv_sec), st.st_mtim.tv_nsec, static_cast<long long>(st.st_ctim.tv_sec),
-                st.st_ctim.tv_nsec);
+                static_cast<unsigned long long>(st.st_ino), static_cast<long long>(st.st_size), static_cast<long long>(st.st_mtim.tv_sec),
+                st.st_mtim.tv_nsec, static_cast<long long>(st.st_ctim.tv_sec), st.st_ctim.tv_nsec);
   return buf;
 }
 

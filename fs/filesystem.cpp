@@ -60,8 +60,8 @@ struct Filesystem::ReadOp {
   uint32_t first_frame = 0, last_frame = 0;
   std::shared_ptr<RecentFailure> file_failure;  // of the file read
   std::atomic<bool> done{false};
-  ReadCallback cb;     // called once, by whoever sets done first
-  std::mutex mu;       // guards frames, remaining, error
+  ReadCallback cb;  // called once, by whoever sets done first
+  std::mutex mu;    // guards frames, remaining, error
   std::vector<FetchedFrame> frames;
   size_t remaining = 0;
   Status error;
@@ -99,17 +99,11 @@ Result<ReadPiece> piece_of(const FetchedFrame& frame, uint64_t offset, uint64_t 
 }
 }  // namespace
 
-Filesystem::Filesystem(std::unique_ptr<format::ArchiveReader> reader, std::shared_ptr<ChunkCache> chunk_cache,
-                       FilesystemConfig config)
-    : reader_(std::move(reader)),
-      config_(config),
-      budget_(config.memory_budget_bytes),
-      memory_(budget_),
+Filesystem::Filesystem(std::unique_ptr<format::ArchiveReader> reader, std::shared_ptr<ChunkCache> chunk_cache, FilesystemConfig config)
+    : reader_(std::move(reader)), config_(config), budget_(config.memory_budget_bytes), memory_(budget_),
       chunk_cache_(std::move(chunk_cache)),
       fetcher_(std::make_unique<FrameFetcher>(*reader_, chunk_cache_, memory_, budget_, fetcher_config(config, chunk_cache_))),
-      started_(std::chrono::steady_clock::now()),
-      archive_ahead_(config.archive_readahead),
-      opened_(reader_->index().entry_count(), false),
+      started_(std::chrono::steady_clock::now()), archive_ahead_(config.archive_readahead), opened_(reader_->index().entry_count(), false),
       watchdog_([this](std::stop_token st) { watchdog(st); }) {
   // The hot region is the run of the stream the hot files fill (the start of a packed archive,
   // the end's first part after an incremental save moved them), up to the first hot file that
@@ -396,7 +390,8 @@ void Filesystem::watchdog(std::stop_token stop) {
 
 void Filesystem::trim_if_idle() {
   if (config_.idle_trim_ms == 0 || memory_.held_bytes() == 0 || !fetcher_->idle()) return;
-  const auto last = std::chrono::steady_clock::time_point(std::chrono::steady_clock::duration(last_read_ns_.load(std::memory_order_relaxed)));
+  const auto last = std::chrono::steady_clock::time_point(
+      std::chrono::steady_clock::duration(last_read_ns_.load(std::memory_order_relaxed)));
   if (std::chrono::steady_clock::now() - last < std::chrono::milliseconds(config_.idle_trim_ms)) return;
   if (memory_.clear() > 0) ::malloc_trim(0);
 }
@@ -453,8 +448,9 @@ size_t Filesystem::start_prefetch(PrefetchMode mode, const std::vector<std::stri
     if (id < index().entry_count()) prefetch_file(index().entry(canonical(id)), Priority::kPrefetch);
   }
   const auto frames = index().frames();
-  uint64_t target = mode == PrefetchMode::kAll ? (chunk_cache_ != nullptr ? reader_->source().size() : 0)
-                                               : config_.fill.target_bytes(reader_->source().size(), config_.cache_bound_bytes, chunk_cache_ != nullptr);
+  uint64_t target = mode == PrefetchMode::kAll
+                        ? (chunk_cache_ != nullptr ? reader_->source().size() : 0)
+                        : config_.fill.target_bytes(reader_->source().size(), config_.cache_bound_bytes, chunk_cache_ != nullptr);
   // A learned layout already says what the job reads: under `auto` the hot list is the fill.
   // Filling the rest competes with the job's own misses for the link (node, hosted: the learned
   // run fetched 33.5 MiB instead of 6.7 and its overhead went from 0.65 s to 1.47 s).

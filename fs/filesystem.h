@@ -130,8 +130,7 @@ enum class PrefetchMode { kNone, kHotList, kAll };
 class Filesystem {
  public:
   // Takes the opened archive. `chunk_cache` may be null (no local cache).
-  Filesystem(std::unique_ptr<format::ArchiveReader> reader, std::shared_ptr<ChunkCache> chunk_cache,
-             FilesystemConfig config = {});
+  Filesystem(std::unique_ptr<format::ArchiveReader> reader, std::shared_ptr<ChunkCache> chunk_cache, FilesystemConfig config = {});
   // Stops prefetch, fails reads still waiting with kCancelled, joins every thread.
   ~Filesystem();
   Filesystem(const Filesystem&) = delete;
@@ -202,8 +201,7 @@ class Filesystem {
   std::unique_ptr<FrameFetcher> fetcher_;  // reset first in the destructor
   const std::chrono::steady_clock::time_point started_;
 
-  std::atomic<uint64_t> files_opened_{0}, open_handles_{0}, reads_{0}, bytes_served_{0}, read_errors_{0},
-      read_timeouts_{0};
+  std::atomic<uint64_t> files_opened_{0}, open_handles_{0}, reads_{0}, bytes_served_{0}, read_errors_{0}, read_timeouts_{0};
   std::atomic<int64_t> last_read_ns_{0};  // steady_clock of the latest read(), for idle trimming
 
   std::mutex archive_ahead_mu_;  // guards archive_ahead_

@@ -63,8 +63,7 @@ void FrameCache::make_room(uint64_t bytes) {
 uint64_t FrameCache::clear() {
   std::lock_guard lock(mu_);
   const uint64_t before = held_;
-  while (evict_one_locked()) {
-  }
+  while (evict_one_locked()) {}
   return before - held_;
 }
 

@@ -51,7 +51,7 @@ class FrameCache {
   bool evict_one_locked();
 
   MemoryBudget& budget_;
-  mutable std::mutex mu_;  // guards lru_, ahead_lru_, map_, held_, ahead_held_
+  mutable std::mutex mu_;          // guards lru_, ahead_lru_, map_, held_, ahead_held_
   std::list<uint32_t> lru_;        // ordinary frames, front = most recent
   std::list<uint32_t> ahead_lru_;  // frames put ahead and not read yet, front = most recent
   struct Slot {

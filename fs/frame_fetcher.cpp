@@ -11,15 +11,10 @@
 
 namespace lazycache::fs {
 
-FrameFetcher::FrameFetcher(const format::ArchiveReader& reader, std::shared_ptr<ChunkCache> chunk_cache,
-                           FrameCache& memory, MemoryBudget& budget, FetcherConfig config)
-    : reader_(reader),
-      frames_(reader.index().frames()),
-      chunk_cache_(std::move(chunk_cache)),
-      memory_(memory),
-      budget_(budget),
-      config_(config),
-      spill_(config.spill_dir) {
+FrameFetcher::FrameFetcher(const format::ArchiveReader& reader, std::shared_ptr<ChunkCache> chunk_cache, FrameCache& memory,
+                           MemoryBudget& budget, FetcherConfig config)
+    : reader_(reader), frames_(reader.index().frames()), chunk_cache_(std::move(chunk_cache)), memory_(memory), budget_(budget),
+      config_(config), spill_(config.spill_dir) {
   const int n = std::max(1, config_.threads);
   workers_.reserve(static_cast<size_t>(n));
   for (int i = 0; i < n; ++i) workers_.emplace_back([this] { worker_loop(); });
@@ -84,8 +79,7 @@ void FrameFetcher::get(uint32_t frame, Priority priority, FrameCallback cb) {
   get_range(frame, frame, priority, [cb = std::move(cb)](uint32_t, Result<FetchedFrame> r) { cb(std::move(r)); });
 }
 
-void FrameFetcher::get_range(uint32_t first, uint32_t last, Priority priority,
-                             std::function<void(uint32_t, Result<FetchedFrame>)> cb) {
+void FrameFetcher::get_range(uint32_t first, uint32_t last, Priority priority, std::function<void(uint32_t, Result<FetchedFrame>)> cb) {
   if (last < first || last >= frames_.size()) {
     cb(first, Status(ErrorCode::kInvalidArgument, "frames " + std::to_string(first) + ".." + std::to_string(last) + " out of range"));
     return;
@@ -185,12 +179,11 @@ std::vector<uint32_t> FrameFetcher::claim_run_locked(Priority& priority, std::ve
   // A spilled frame is fetched alone: its run is its own pieces (process_spilled).
   auto claimable = [this, prio, frame](uint32_t f) {
     auto it = pending_.find(f);
-    return !spills(frame) && !spills(f) && it != pending_.end() && !it->second.claimed &&
-           static_cast<uint8_t>(it->second.priority) == prio;
+    return !spills(frame) && !spills(f) && it != pending_.end() && !it->second.claimed && static_cast<uint8_t>(it->second.priority) == prio;
   };
   uint64_t limit = prio == static_cast<uint8_t>(Priority::kOnDemand) ? config_.merge_bytes_on_demand
-                   : background                                       ? config_.merge_bytes_background
-                                                                      : config_.merge_bytes;
+                   : background                                      ? config_.merge_bytes_background
+                                                                     : config_.merge_bytes;
   // A readahead or fill run stays within its share of the budget (a small budget's share is
   // smaller than the merge size).
   if (priority != Priority::kOnDemand && config_.fill_memory_bytes > 0) limit = std::min(limit, config_.fill_memory_bytes);
@@ -222,7 +215,8 @@ void FrameFetcher::worker_loop() {
         return !run.empty();
       });
       if (stop_) {
-        for (uint32_t f : run) pending_.at(f).claimed = false;  // failed as kCancelled by the destructor (claimed just now, under this lock)
+        for (uint32_t f : run)
+          pending_.at(f).claimed = false;  // failed as kCancelled by the destructor (claimed just now, under this lock)
         return;
       }
       ++active_;
@@ -267,7 +261,8 @@ uint64_t FrameFetcher::reserve_for(uint64_t bytes, Charge charge) {
 
 void FrameFetcher::release_charge(uint64_t bytes, Charge charge) {
   budget_.release(bytes);
-  if (charge != Charge::kRead) (charge == Charge::kFill ? fill_in_flight_ : readahead_in_flight_).fetch_sub(bytes, std::memory_order_relaxed);
+  if (charge != Charge::kRead)
+    (charge == Charge::kFill ? fill_in_flight_ : readahead_in_flight_).fetch_sub(bytes, std::memory_order_relaxed);
 }
 
 FrameFetcher::Charge FrameFetcher::charge_for(Priority priority) {
@@ -385,7 +380,8 @@ Result<FetchedFrame> FrameFetcher::spill_frame(uint32_t frame, bool use_cache, s
     counters_.store_range_reads.fetch_add(1, std::memory_order_relaxed);
     if (!n.ok()) return n.error();
     counters_.store_bytes.fetch_add(*n, std::memory_order_relaxed);
-    if (*n != buf.size()) return Status(ErrorCode::kCorrupt, "short read: " + std::to_string(*n) + " of " + std::to_string(buf.size()) + " bytes");
+    if (*n != buf.size())
+      return Status(ErrorCode::kCorrupt, "short read: " + std::to_string(*n) + " of " + std::to_string(buf.size()) + " bytes");
     return Status();
   };
   if (info.compressed_size <= config_.spill_over_bytes) {
@@ -436,8 +432,8 @@ void FrameFetcher::note_bad_cached_copy(uint32_t frame, const Status& why) {
     std::lock_guard lock(log_mu_);
     if (!bad_copy_log_.allow(LogRateLimit::Clock::now(), suppressed)) return;
   }
-  std::cerr << "lazycache: chunk cache copy of frame " << frame << " of " << reader_.source().describe()
-            << " is unusable (" << why.to_string() << "); refetching it from the store";
+  std::cerr << "lazycache: chunk cache copy of frame " << frame << " of " << reader_.source().describe() << " is unusable ("
+            << why.to_string() << "); refetching it from the store";
   if (suppressed > 0) std::cerr << " (" << suppressed << " more damaged copies were not logged)";
   std::cerr << "\n";
 }
@@ -497,8 +493,7 @@ void FrameFetcher::process_run(const std::vector<uint32_t>& run, const std::vect
     // A contiguous run of frames in the archive object: one range read.
     size_t j = i + 1;
     while (j < missing.size() && missing[j] == missing[j - 1] + 1 &&
-           frames_[missing[j]].compressed_offset ==
-               frames_[missing[j - 1]].compressed_offset + frames_[missing[j - 1]].compressed_size) {
+           frames_[missing[j]].compressed_offset == frames_[missing[j - 1]].compressed_offset + frames_[missing[j - 1]].compressed_size) {
       ++j;
     }
     const uint64_t offset = frames_[missing[i]].compressed_offset;
@@ -513,7 +508,8 @@ void FrameFetcher::process_run(const std::vector<uint32_t>& run, const std::vect
     } else {
       counters_.store_bytes.fetch_add(*n, std::memory_order_relaxed);
       if (background) counters_.fill_bytes.fetch_add(*n, std::memory_order_relaxed);
-      if (*n != length) failed = Status(ErrorCode::kCorrupt, "short read: " + std::to_string(*n) + " of " + std::to_string(length) + " bytes");
+      if (*n != length)
+        failed = Status(ErrorCode::kCorrupt, "short read: " + std::to_string(*n) + " of " + std::to_string(length) + " bytes");
     }
     auto bytes_of = [&](uint32_t f) {
       return std::as_bytes(std::span(buf.data() + (frames_[f].compressed_offset - offset), frames_[f].compressed_size));

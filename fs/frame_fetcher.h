@@ -120,19 +120,19 @@ struct FetcherConfig {
 // Live counters (relaxed atomics: figures for people, not synchronisation).
 struct FetchCounters {
   std::atomic<uint64_t> store_range_reads{0};
-  std::atomic<uint64_t> store_bytes{0};          // compressed bytes read from the source
+  std::atomic<uint64_t> store_bytes{0};  // compressed bytes read from the source
   std::atomic<uint64_t> frames_from_store{0};
   std::atomic<uint64_t> frames_from_chunk_cache{0};
   std::atomic<uint64_t> frames_from_memory{0};
-  std::atomic<uint64_t> chunk_cache_bad{0};      // cached copies that failed verification
+  std::atomic<uint64_t> chunk_cache_bad{0};  // cached copies that failed verification
   std::atomic<uint64_t> fetch_errors{0};
-  std::atomic<uint64_t> prefetched_frames{0};    // frames completed at prefetch/background priority
-  std::atomic<uint64_t> fill_bytes{0};           // of store_bytes: read by prefetch/background runs
-  std::atomic<uint64_t> fill_retried{0};         // failed fill fetches whose readers were queued again
-  std::atomic<uint64_t> fetches_restarted{0};    // stuck fetches replaced (restart_after_ms)
-  std::atomic<uint64_t> frames_spilled{0};       // large frames decoded into a FrameSpill file
-  std::atomic<uint64_t> readahead_stored{0};     // readahead frames stored in the chunk cache undecoded
-  std::atomic<uint64_t> frames_decoded{0};       // decompressions of a whole frame (into memory or a spill file)
+  std::atomic<uint64_t> prefetched_frames{0};  // frames completed at prefetch/background priority
+  std::atomic<uint64_t> fill_bytes{0};         // of store_bytes: read by prefetch/background runs
+  std::atomic<uint64_t> fill_retried{0};       // failed fill fetches whose readers were queued again
+  std::atomic<uint64_t> fetches_restarted{0};  // stuck fetches replaced (restart_after_ms)
+  std::atomic<uint64_t> frames_spilled{0};     // large frames decoded into a FrameSpill file
+  std::atomic<uint64_t> readahead_stored{0};   // readahead frames stored in the chunk cache undecoded
+  std::atomic<uint64_t> frames_decoded{0};     // decompressions of a whole frame (into memory or a spill file)
 };
 
 // A delivered frame: its bytes in memory, or (a frame over spill_over_bytes) a file holding
@@ -146,8 +146,8 @@ using FrameCallback = std::function<void(Result<FetchedFrame>)>;
 class FrameFetcher {
  public:
   // `reader` and the caches must outlive the fetcher. `chunk_cache` may be null (no local cache).
-  FrameFetcher(const format::ArchiveReader& reader, std::shared_ptr<ChunkCache> chunk_cache, FrameCache& memory,
-               MemoryBudget& budget, FetcherConfig config = {});
+  FrameFetcher(const format::ArchiveReader& reader, std::shared_ptr<ChunkCache> chunk_cache, FrameCache& memory, MemoryBudget& budget,
+               FetcherConfig config = {});
   ~FrameFetcher();
   FrameFetcher(const FrameFetcher&) = delete;
   FrameFetcher& operator=(const FrameFetcher&) = delete;
@@ -183,7 +183,7 @@ class FrameFetcher {
     std::vector<FrameCallback> waiters;
     std::chrono::steady_clock::time_point claimed_at{};
     uint8_t corrupt_refetches = 0;  // fresh GETs after bytes that failed their digest (complete())
-    uint64_t ahead_reserved = 0;  // bytes of ahead_reserved_ taken by keep_if_room for this fetch
+    uint64_t ahead_reserved = 0;    // bytes of ahead_reserved_ taken by keep_if_room for this fetch
   };
   using QueueKey = std::tuple<uint8_t, uint64_t, uint32_t>;  // (priority, arrival, frame)
 
@@ -254,8 +254,8 @@ class FrameFetcher {
   bool background_stopped_ = false;
   std::atomic<uint64_t> fill_in_flight_{0};       // budget charges of fill runs
   std::atomic<uint64_t> readahead_in_flight_{0};  // budget charges of store-only readahead runs
-  uint64_t ahead_reserved_ = 0;  // guarded by mu_: frames keep_if_room kept that are not in memory yet
-  std::mutex log_mu_;  // guards bad_copy_log_
+  uint64_t ahead_reserved_ = 0;                   // guarded by mu_: frames keep_if_room kept that are not in memory yet
+  std::mutex log_mu_;                             // guards bad_copy_log_
   LogRateLimit bad_copy_log_;
   std::vector<std::jthread> workers_;
 };

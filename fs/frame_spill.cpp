@@ -38,8 +38,8 @@ Status SpilledFrame::append(std::span<const std::byte> bytes) {
 
 Result<FramePtr> SpilledFrame::read(uint64_t offset, size_t length) const {
   if (offset > size_ || length > size_ - offset) {
-    return Status(ErrorCode::kCorrupt, "spilled frame holds " + std::to_string(size_) + " bytes, read asks for " +
-                                           std::to_string(offset) + "+" + std::to_string(length));
+    return Status(ErrorCode::kCorrupt, "spilled frame holds " + std::to_string(size_) + " bytes, read asks for " + std::to_string(offset) +
+                                           "+" + std::to_string(length));
   }
   auto out = std::make_shared<std::string>(length, '\0');
   size_t done = 0;

@@ -65,7 +65,7 @@ class FrameSpill {
  private:
   const std::string dir_;
   const size_t max_frames_;
-  mutable std::mutex mu_;  // guards lru_, map_
+  mutable std::mutex mu_;    // guards lru_, map_
   std::list<uint32_t> lru_;  // front = most recent
   std::map<uint32_t, std::pair<SpilledFramePtr, std::list<uint32_t>::iterator>> map_;
 };

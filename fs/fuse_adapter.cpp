@@ -298,8 +298,8 @@ Result<std::unique_ptr<FuseMount>> FuseMount::mount(Filesystem& fs, FuseMountCon
   if (fuse_session_mount(m->session_, m->config_.mountpoint.c_str()) != 0) {
     fuse_session_destroy(m->session_);
     m->session_ = nullptr;
-    return Status(ErrorCode::kIo, "cannot mount FUSE at " + m->config_.mountpoint +
-                                      " (is /dev/fuse available and the directory accessible?)");
+    return Status(ErrorCode::kIo,
+                  "cannot mount FUSE at " + m->config_.mountpoint + " (is /dev/fuse available and the directory accessible?)");
   }
   return m;
 }

@@ -17,8 +17,7 @@ class LogRateLimit {
 
   // 10 lines a minute: enough to name the first blobs of a damaged cache, few enough that a
   // daemon log stays readable.
-  explicit LogRateLimit(uint32_t burst = 10, Clock::duration window = std::chrono::minutes(1))
-      : burst_(burst), window_(window) {}
+  explicit LogRateLimit(uint32_t burst = 10, Clock::duration window = std::chrono::minutes(1)) : burst_(burst), window_(window) {}
 
   // True when the event at `now` may be logged. `suppressed` gets the events not logged since
   // the last line that was (to say so in this one); 0 otherwise.

@@ -36,8 +36,7 @@ class MemoryBudget {
  private:
   void note_peak(uint64_t now) {
     uint64_t p = peak_.load(std::memory_order_relaxed);
-    while (now > p && !peak_.compare_exchange_weak(p, now, std::memory_order_relaxed)) {
-    }
+    while (now > p && !peak_.compare_exchange_weak(p, now, std::memory_order_relaxed)) {}
   }
 
   const uint64_t limit_;

@@ -13,22 +13,22 @@
 namespace lazycache::fs {
 
 struct MountStats {
-  uint64_t archive_bytes = 0;           // size of the archive object
+  uint64_t archive_bytes = 0;  // size of the archive object
   uint64_t archive_frames = 0;
-  uint64_t mount_range_reads = 0;       // reads of the archive made by the mount itself (tail)
-  uint64_t store_range_reads = 0;       // range reads for data since the mount
-  uint64_t store_bytes = 0;             // bytes fetched from the store for data
+  uint64_t mount_range_reads = 0;  // reads of the archive made by the mount itself (tail)
+  uint64_t store_range_reads = 0;  // range reads for data since the mount
+  uint64_t store_bytes = 0;        // bytes fetched from the store for data
   uint64_t frames_from_store = 0;
   uint64_t frames_from_chunk_cache = 0;
   uint64_t frames_from_memory = 0;
   uint64_t prefetched_frames = 0;
-  uint64_t fill_target_bytes = 0;       // compressed bytes the fill policy queued for background fill
-  uint64_t fill_bytes = 0;              // of store_bytes: fetched by prefetch and background fill
-  uint64_t on_demand_bytes = 0;         // of store_bytes: fetched for reads and their readahead
+  uint64_t fill_target_bytes = 0;  // compressed bytes the fill policy queued for background fill
+  uint64_t fill_bytes = 0;         // of store_bytes: fetched by prefetch and background fill
+  uint64_t on_demand_bytes = 0;    // of store_bytes: fetched for reads and their readahead
   uint64_t chunk_cache_bad = 0;
-  uint64_t frames_spilled = 0;          // frames over a quarter of the budget decoded to a file
-  uint64_t frames_decoded = 0;          // frame decompressions (a frame read again after eviction counts again)
-  uint64_t readahead_stored = 0;        // readahead frames stored in the chunk cache undecoded
+  uint64_t frames_spilled = 0;    // frames over a quarter of the budget decoded to a file
+  uint64_t frames_decoded = 0;    // frame decompressions (a frame read again after eviction counts again)
+  uint64_t readahead_stored = 0;  // readahead frames stored in the chunk cache undecoded
   uint64_t fetch_errors = 0;
   uint64_t files_opened = 0;
   uint64_t open_handles = 0;
@@ -38,7 +38,7 @@ struct MountStats {
   uint64_t read_timeouts = 0;
   uint64_t memory_used_bytes = 0;
   uint64_t memory_budget_bytes = 0;
-  uint64_t memory_peak_bytes = 0;       // the most the budget ever had taken at once
+  uint64_t memory_peak_bytes = 0;  // the most the budget ever had taken at once
   double uptime_seconds = 0;
 
   // "key=value" lines, one per field, in a fixed order (machine-readable state file).

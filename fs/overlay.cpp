@@ -21,8 +21,7 @@
 namespace lazycache::fs {
 using namespace overlay_detail;
 
-Overlay::Overlay(Filesystem& lower, EntryId root, OverlayConfig config)
-    : lower_(lower), root_(root), config_(std::move(config)) {
+Overlay::Overlay(Filesystem& lower, EntryId root, OverlayConfig config) : lower_(lower), root_(root), config_(std::move(config)) {
   upper_ = config_.state_dir + "/upper";
   work_ = config_.state_dir + "/work";
   next_ino_ = static_cast<uint64_t>(lower_.index().entry_count()) + 2;
@@ -67,9 +66,7 @@ uint64_t Overlay::copy_ups() const {
   return copy_ups_;
 }
 
-uint64_t Overlay::lower_ino(EntryId id) const {
-  return id == root_ ? kRootIno : static_cast<uint64_t>(lower_.canonical(id)) + 2;
-}
+uint64_t Overlay::lower_ino(EntryId id) const { return id == root_ ? kRootIno : static_cast<uint64_t>(lower_.canonical(id)) + 2; }
 
 Result<Overlay::Node*> Overlay::node(uint64_t ino) {
   auto it = nodes_.find(ino);
@@ -129,8 +126,7 @@ Result<Overlay::Resolved> Overlay::resolve(uint64_t parent, std::string_view nam
   }
   if (::lstat(upper_path(rel).c_str(), &r.st) == 0) {
     r.exists = r.upper = true;
-    if (below && S_ISDIR(r.st.st_mode) && lower_.index().entry(*below).type == format::EntryType::kDirectory &&
-        !opaque(rel)) {
+    if (below && S_ISDIR(r.st.st_mode) && lower_.index().entry(*below).type == format::EntryType::kDirectory && !opaque(rel)) {
       r.lower = below;
     } else if (below && (r.st.st_mode & S_IFMT) == type_of(lower_.index().entry(*below).type)) {
       // Same kind of entry at the same path: its number, if this upper entry has none yet.
@@ -171,7 +167,8 @@ Result<struct stat> Overlay::lower_stat(EntryId id, uint64_t ino) const {
     // A name of the group unlinked (whited out) leaves the others with one link fewer, as on
     // disk. Hardlinked files are rare: the scan of the index is paid for them only.
     const auto paths = group_paths(lower_.canonical(id));
-    st.st_nlink = static_cast<nlink_t>(std::count_if(paths.begin(), paths.end(), [&](const std::string& p) { return archive_path_visible(p); }));
+    st.st_nlink = static_cast<nlink_t>(
+        std::count_if(paths.begin(), paths.end(), [&](const std::string& p) { return archive_path_visible(p); }));
   }
   st.st_uid = a.uid;
   st.st_gid = a.gid;
@@ -194,7 +191,8 @@ Result<struct stat> Overlay::stat_of(uint64_t ino) {
       if (S_ISDIR(st.st_mode) && n->lower && !opaque(*rel)) {
         // 2 + subdirectories of the merged view, as on disk: find's leaf optimisation trusts it.
         LC_ASSIGN_OR_RETURN(auto kids, list_at(*rel, true, n->lower));
-        st.st_nlink = 2 + static_cast<nlink_t>(std::count_if(kids.begin(), kids.end(), [](const DirEntryInfo& k) { return k.type == S_IFDIR; }));
+        st.st_nlink = 2 + static_cast<nlink_t>(
+                              std::count_if(kids.begin(), kids.end(), [](const DirEntryInfo& k) { return k.type == S_IFDIR; }));
       }
       return st;
     }
@@ -212,8 +210,7 @@ Result<struct stat> Overlay::stat_of(uint64_t ino) {
   return Status(ErrorCode::kNotFound, "inode " + std::to_string(ino) + " is gone");
 }
 
-OverlayEntry Overlay::remember(uint64_t ino, uint64_t parent, std::string_view name, std::optional<EntryId> lower,
-                               const struct stat& st) {
+OverlayEntry Overlay::remember(uint64_t ino, uint64_t parent, std::string_view name, std::optional<EntryId> lower, const struct stat& st) {
   const auto key = std::make_pair(parent, std::string(name));
   if (auto it = names_.find(key); it != names_.end() && it->second != ino) drop_link(parent, name);
   Node& n = nodes_[ino];
@@ -281,7 +278,6 @@ Result<std::string> Overlay::readlink(uint64_t ino) {
   return lower_.readlink(*n->lower);
 }
 
-
 Result<std::vector<DirEntryInfo>> Overlay::list_at(const std::string& rel, bool has_upper, std::optional<EntryId> lower) {
   std::vector<DirEntryInfo> out;
   std::set<std::string> seen;
@@ -344,7 +340,6 @@ Result<std::vector<DirEntryInfo>> Overlay::list(uint64_t ino) {
   return list_at(rel, has_upper, lower);
 }
 
-
 Result<struct statvfs> Overlay::statfs() {
   struct statvfs st;
   if (::statvfs(upper_.c_str(), &st) != 0) return errno_error("statvfs " + upper_);
@@ -352,6 +347,5 @@ Result<struct statvfs> Overlay::statfs() {
   st.f_flag &= ~static_cast<unsigned long>(ST_RDONLY);
   return st;
 }
-
 
 }  // namespace lazycache::fs

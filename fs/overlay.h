@@ -135,8 +135,7 @@ class Overlay {
   // fsync/release. `keep_cache` is set when the kernel may keep its cached pages.
   Result<uint64_t> open(uint64_t ino, int flags, bool* keep_cache = nullptr);
   // Creates and opens NAME (O_EXCL semantics follow `flags`).
-  Result<std::pair<OverlayEntry, uint64_t>> create(uint64_t parent, std::string_view name, uint32_t mode, int flags,
-                                                   const Caller& who);
+  Result<std::pair<OverlayEntry, uint64_t>> create(uint64_t parent, std::string_view name, uint32_t mode, int flags, const Caller& who);
   // Reads of an archive file go through Filesystem::read (asynchronous: `cb` may run on a fetch
   // thread); reads of upper files call `cb` inline with one piece.
   void read(uint64_t handle, uint64_t offset, size_t size, ReadCallback cb);
@@ -165,16 +164,16 @@ class Overlay {
   struct Node {
     std::vector<std::pair<uint64_t, std::string>> links;  // (parent ino, name); empty once unlinked
     uint64_t nlookup = 0;
-    std::optional<EntryId> lower;  // the archive entry behind it (dirs: merged with), if any
+    std::optional<EntryId> lower;   // the archive entry behind it (dirs: merged with), if any
     std::vector<uint64_t> handles;  // open handles, so copy-up can switch them to the copy
   };
   struct Handle;
   struct Resolved {
     bool exists = false;
-    bool upper = false;            // an upper entry exists at the path
-    std::optional<EntryId> lower;  // archive entry visible at the path (merged dirs, lower-only)
+    bool upper = false;                   // an upper entry exists at the path
+    std::optional<EntryId> lower;         // archive entry visible at the path (merged dirs, lower-only)
     std::optional<EntryId> lower_behind;  // same-kind archive entry shadowed by the upper one
-    struct stat st {};             // lstat of the upper entry
+    struct stat st {};                    // lstat of the upper entry
   };
 
   // A file copy-up that needs archive bytes: what the operation asked for under mu_.
@@ -225,16 +224,14 @@ class Overlay {
   uint64_t lower_ino(EntryId id) const;
   Result<struct stat> stat_of(uint64_t ino);
   Result<struct stat> lower_stat(EntryId id, uint64_t ino) const;
-  OverlayEntry remember(uint64_t ino, uint64_t parent, std::string_view name, std::optional<EntryId> lower,
-                        const struct stat& st);
+  OverlayEntry remember(uint64_t ino, uint64_t parent, std::string_view name, std::optional<EntryId> lower, const struct stat& st);
   void drop_link(uint64_t parent, std::string_view name);
   Status ensure_upper_dir(uint64_t ino);
   Status ensure_upper_dir_path(const std::string& rel, EntryId lower_id, uint64_t ino);
   // A file that needs archive bytes stops the operation (see with_copy_up) unless its copy was
   // fetched already or `fetch_here` (copy_up_tree: a directory's files, fetched under mu_).
   Status copy_up(uint64_t ino, std::optional<uint64_t> size_limit = std::nullopt);
-  Status copy_up_entry(const std::string& rel, EntryId lower_id, uint64_t ino, std::optional<uint64_t> size_limit,
-                       bool fetch_here = false);
+  Status copy_up_entry(const std::string& rel, EntryId lower_id, uint64_t ino, std::optional<uint64_t> size_limit, bool fetch_here = false);
   Status copy_up_tree(const std::string& rel, EntryId lower_id, uint64_t ino);
   Status link_group_up(EntryId canonical_id, const std::string& copy);
   // The mount-relative archive paths of hardlink group `canonical_id` (a scan of the index).
@@ -261,11 +258,11 @@ class Overlay {
   mutable std::mutex mu_;  // guards everything below; taken before any Handle::mu
   std::unordered_map<uint64_t, Node> nodes_;
   std::map<std::pair<uint64_t, std::string>, uint64_t> names_;  // (parent, name) -> inode, known names
-  std::unordered_map<uint64_t, uint64_t> upper_ino_;  // upper st_ino -> our inode number
+  std::unordered_map<uint64_t, uint64_t> upper_ino_;            // upper st_ino -> our inode number
   std::unordered_map<uint64_t, std::shared_ptr<Handle>> handles_;
   std::optional<FetchRequest> need_fetch_;  // set by copy_up_entry, read by with_copy_up
   std::optional<Fetched> fetched_;
-  std::set<uint64_t> fetching_;  // inodes whose copy is being fetched without mu_
+  std::set<uint64_t> fetching_;         // inodes whose copy is being fetched without mu_
   std::condition_variable fetch_done_;  // a fetch ended: its waiters decide anew
   uint64_t next_ino_ = 0;
   uint64_t next_handle_ = 1;

@@ -35,10 +35,8 @@ Status walk(int dir_fd, const std::string& rel, const std::string& upper_dir, st
       ::closedir(d);
       return errno_status("lstat " + upper_dir + "/" + path, err);
     }
-    if (S_ISDIR(st.st_mode))
-      subdirs.push_back(name);
-    else
-      out.push_back(std::move(path));
+    if (S_ISDIR(st.st_mode)) subdirs.push_back(name);
+    else out.push_back(std::move(path));
   }
   // Close before descending, so the walk holds one descriptor at a time.
   ::closedir(d);

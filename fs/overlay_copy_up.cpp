@@ -136,8 +136,7 @@ void Overlay::discard_fetched() {
   fetched_.reset();
 }
 
-Status Overlay::copy_up_entry(const std::string& rel, EntryId lower_id, uint64_t ino, std::optional<uint64_t> size_limit,
-                              bool fetch_here) {
+Status Overlay::copy_up_entry(const std::string& rel, EntryId lower_id, uint64_t ino, std::optional<uint64_t> size_limit, bool fetch_here) {
   const format::Entry e = lower_.index().entry(lower_id);
   const std::string dest = upper_path(rel);
   std::string tmp;

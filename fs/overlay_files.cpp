@@ -35,27 +35,27 @@ Result<std::shared_ptr<Overlay::Handle>> Overlay::handle(uint64_t h) {
 
 Result<uint64_t> Overlay::open(uint64_t ino, int flags, bool* keep_cache) {
   return with_copy_up([&]() -> Result<uint64_t> {
-  LC_ASSIGN_OR_RETURN(Node * n, node(ino));
-  LC_ASSIGN_OR_RETURN(struct stat st, stat_of(ino));
-  if (S_ISDIR(st.st_mode)) return sys_error(EISDIR, "open of a directory");
-  const bool writing = (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC);
-  if (writing) LC_RETURN_IF_ERROR(copy_up(ino, (flags & O_TRUNC) ? std::optional<uint64_t>(0) : std::nullopt));
-  LC_ASSIGN_OR_RETURN(std::string rel, path_of(ino));
-  auto h = std::make_shared<Handle>(lower_);
-  h->ino = ino;
-  h->flags = flags;
-  const std::string path = upper_path(rel);
-  h->fd = ::open(path.c_str(), upper_open_flags(flags));
-  if (h->fd < 0) {
-    if (errno != ENOENT || !n->lower || writing) return errno_error("open " + path);
-    LC_ASSIGN_OR_RETURN(uint64_t lh, lower_.open(*n->lower, O_RDONLY));
-    h->lower_handle = lh;
-  }
-  if (keep_cache != nullptr) *keep_cache = h->lower_handle.has_value();
-  const uint64_t id = next_handle_++;
-  n->handles.push_back(id);
-  handles_.emplace(id, std::move(h));
-  return id;
+    LC_ASSIGN_OR_RETURN(Node * n, node(ino));
+    LC_ASSIGN_OR_RETURN(struct stat st, stat_of(ino));
+    if (S_ISDIR(st.st_mode)) return sys_error(EISDIR, "open of a directory");
+    const bool writing = (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC);
+    if (writing) LC_RETURN_IF_ERROR(copy_up(ino, (flags & O_TRUNC) ? std::optional<uint64_t>(0) : std::nullopt));
+    LC_ASSIGN_OR_RETURN(std::string rel, path_of(ino));
+    auto h = std::make_shared<Handle>(lower_);
+    h->ino = ino;
+    h->flags = flags;
+    const std::string path = upper_path(rel);
+    h->fd = ::open(path.c_str(), upper_open_flags(flags));
+    if (h->fd < 0) {
+      if (errno != ENOENT || !n->lower || writing) return errno_error("open " + path);
+      LC_ASSIGN_OR_RETURN(uint64_t lh, lower_.open(*n->lower, O_RDONLY));
+      h->lower_handle = lh;
+    }
+    if (keep_cache != nullptr) *keep_cache = h->lower_handle.has_value();
+    const uint64_t id = next_handle_++;
+    n->handles.push_back(id);
+    handles_.emplace(id, std::move(h));
+    return id;
   });
 }
 
@@ -172,45 +172,44 @@ void Overlay::release(uint64_t handle_id) {
   }
 }
 
-
 Result<struct stat> Overlay::setattr(uint64_t ino, const SetAttr& attr, std::optional<uint64_t> handle_id) {
   return with_copy_up([&]() -> Result<struct stat> {
-  LC_ASSIGN_OR_RETURN(struct stat before, stat_of(ino));
-  int fd = -1;
-  if (handle_id) {
-    if (auto h = handle(*handle_id); h.ok()) fd = (*h)->fd;
-  }
-  std::string path;
-  if (fd < 0) {
-    if (S_ISDIR(before.st_mode)) LC_RETURN_IF_ERROR(ensure_upper_dir(ino));
-    else LC_RETURN_IF_ERROR(copy_up(ino, attr.size));
-    LC_ASSIGN_OR_RETURN(std::string rel, path_of(ino));
-    path = upper_path(rel);
-  }
-  if (attr.mode && !S_ISLNK(before.st_mode)) {
-    if ((fd >= 0 ? ::fchmod(fd, *attr.mode & 07777) : ::chmod(path.c_str(), *attr.mode & 07777)) != 0) {
-      return errno_error("chmod");
+    LC_ASSIGN_OR_RETURN(struct stat before, stat_of(ino));
+    int fd = -1;
+    if (handle_id) {
+      if (auto h = handle(*handle_id); h.ok()) fd = (*h)->fd;
     }
-  }
-  if (attr.uid || attr.gid) {
-    const uid_t u = attr.uid ? *attr.uid : static_cast<uid_t>(-1);
-    const gid_t g = attr.gid ? *attr.gid : static_cast<gid_t>(-1);
-    if ((fd >= 0 ? ::fchown(fd, u, g) : ::lchown(path.c_str(), u, g)) != 0) return errno_error("chown");
-  }
-  if (attr.size) {
-    if ((fd >= 0 ? ::ftruncate(fd, static_cast<off_t>(*attr.size)) : ::truncate(path.c_str(), static_cast<off_t>(*attr.size))) != 0) {
-      return errno_error("truncate");
+    std::string path;
+    if (fd < 0) {
+      if (S_ISDIR(before.st_mode)) LC_RETURN_IF_ERROR(ensure_upper_dir(ino));
+      else LC_RETURN_IF_ERROR(copy_up(ino, attr.size));
+      LC_ASSIGN_OR_RETURN(std::string rel, path_of(ino));
+      path = upper_path(rel);
     }
-  }
-  if (attr.atime || attr.mtime) {
-    timespec ts[2];
-    ts[0] = attr.atime ? *attr.atime : timespec{0, UTIME_OMIT};
-    ts[1] = attr.mtime ? *attr.mtime : timespec{0, UTIME_OMIT};
-    if ((fd >= 0 ? ::futimens(fd, ts) : ::utimensat(AT_FDCWD, path.c_str(), ts, AT_SYMLINK_NOFOLLOW)) != 0) {
-      return errno_error("utimens");
+    if (attr.mode && !S_ISLNK(before.st_mode)) {
+      if ((fd >= 0 ? ::fchmod(fd, *attr.mode & 07777) : ::chmod(path.c_str(), *attr.mode & 07777)) != 0) {
+        return errno_error("chmod");
+      }
     }
-  }
-  return stat_of(ino);
+    if (attr.uid || attr.gid) {
+      const uid_t u = attr.uid ? *attr.uid : static_cast<uid_t>(-1);
+      const gid_t g = attr.gid ? *attr.gid : static_cast<gid_t>(-1);
+      if ((fd >= 0 ? ::fchown(fd, u, g) : ::lchown(path.c_str(), u, g)) != 0) return errno_error("chown");
+    }
+    if (attr.size) {
+      if ((fd >= 0 ? ::ftruncate(fd, static_cast<off_t>(*attr.size)) : ::truncate(path.c_str(), static_cast<off_t>(*attr.size))) != 0) {
+        return errno_error("truncate");
+      }
+    }
+    if (attr.atime || attr.mtime) {
+      timespec ts[2];
+      ts[0] = attr.atime ? *attr.atime : timespec{0, UTIME_OMIT};
+      ts[1] = attr.mtime ? *attr.mtime : timespec{0, UTIME_OMIT};
+      if ((fd >= 0 ? ::futimens(fd, ts) : ::utimensat(AT_FDCWD, path.c_str(), ts, AT_SYMLINK_NOFOLLOW)) != 0) {
+        return errno_error("utimens");
+      }
+    }
+    return stat_of(ino);
   });
 }
 

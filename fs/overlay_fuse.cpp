@@ -140,8 +140,7 @@ void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char* name) {
   guarded(req, [&] { reply_status(req, overlay_of(req).rmdir(parent, name)); });
 }
 
-void op_rename(fuse_req_t req, fuse_ino_t parent, const char* name, fuse_ino_t new_parent, const char* new_name,
-               unsigned int flags) {
+void op_rename(fuse_req_t req, fuse_ino_t parent, const char* name, fuse_ino_t new_parent, const char* new_name, unsigned int flags) {
   guarded(req, [&] { reply_status(req, overlay_of(req).rename(parent, name, new_parent, new_name, flags)); });
 }
 

@@ -99,19 +99,19 @@ Result<OverlayEntry> Overlay::symlink(std::string_view target, uint64_t parent, 
 
 Result<OverlayEntry> Overlay::link(uint64_t ino, uint64_t new_parent, std::string_view new_name) {
   return with_copy_up([&]() -> Result<OverlayEntry> {
-  LC_ASSIGN_OR_RETURN(struct stat src, stat_of(ino));
-  if (S_ISDIR(src.st_mode)) return sys_error(EPERM, "hard link to a directory");
-  bool had_whiteout = false;
-  LC_RETURN_IF_ERROR(prepare_new_name(new_parent, new_name, &had_whiteout));
-  LC_RETURN_IF_ERROR(copy_up(ino));
-  LC_ASSIGN_OR_RETURN(std::string from, path_of(ino));
-  LC_ASSIGN_OR_RETURN(std::string dir, path_of(new_parent));
-  const std::string to = upper_path(join(dir, new_name));
-  if (::link(upper_path(from).c_str(), to.c_str()) != 0) return errno_error("link " + to);
-  if (had_whiteout) LC_RETURN_IF_ERROR(clear_whiteout(dir, new_name));
-  struct stat st;
-  if (::lstat(to.c_str(), &st) != 0) return errno_error("lstat " + to);
-  return remember(ino, new_parent, new_name, std::nullopt, st);
+    LC_ASSIGN_OR_RETURN(struct stat src, stat_of(ino));
+    if (S_ISDIR(src.st_mode)) return sys_error(EPERM, "hard link to a directory");
+    bool had_whiteout = false;
+    LC_RETURN_IF_ERROR(prepare_new_name(new_parent, new_name, &had_whiteout));
+    LC_RETURN_IF_ERROR(copy_up(ino));
+    LC_ASSIGN_OR_RETURN(std::string from, path_of(ino));
+    LC_ASSIGN_OR_RETURN(std::string dir, path_of(new_parent));
+    const std::string to = upper_path(join(dir, new_name));
+    if (::link(upper_path(from).c_str(), to.c_str()) != 0) return errno_error("link " + to);
+    if (had_whiteout) LC_RETURN_IF_ERROR(clear_whiteout(dir, new_name));
+    struct stat st;
+    if (::lstat(to.c_str(), &st) != 0) return errno_error("lstat " + to);
+    return remember(ino, new_parent, new_name, std::nullopt, st);
   });
 }
 
@@ -165,8 +165,7 @@ Status Overlay::rename(uint64_t parent, std::string_view name, uint64_t new_pare
   return with_copy_up([&] { return rename_locked(parent, name, new_parent, new_name, flags); });
 }
 
-Status Overlay::rename_locked(uint64_t parent, std::string_view name, uint64_t new_parent, std::string_view new_name,
-                              unsigned flags) {
+Status Overlay::rename_locked(uint64_t parent, std::string_view name, uint64_t new_parent, std::string_view new_name, unsigned flags) {
   LC_ASSIGN_OR_RETURN(Resolved src, resolve(parent, name));
   if (!src.exists) return sys_error(ENOENT, std::string(name));
   LC_ASSIGN_OR_RETURN(Resolved dst, resolve(new_parent, new_name));

@@ -28,10 +28,10 @@ namespace lazycache::fs {
 
 // One writable mount of the base.
 struct OverlayTreeRoot {
-  std::string mount_path;        // absolute mount point
-  std::string member;            // the member prefix the new archive gives it
+  std::string mount_path;          // absolute mount point
+  std::string member;              // the member prefix the new archive gives it
   format::EntryId lower_root = 0;  // the base directory entry mounted there
-  std::string upper_dir;         // its overlay's upper/ (fs/overlay.h)
+  std::string upper_dir;           // its overlay's upper/ (fs/overlay.h)
 };
 
 struct OverlayTreeOptions {

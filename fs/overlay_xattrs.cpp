@@ -52,21 +52,21 @@ Result<std::vector<std::string>> Overlay::listxattr(uint64_t ino) {
 
 Status Overlay::setxattr(uint64_t ino, std::string_view name, std::string_view value, int flags) {
   return with_copy_up([&]() -> Status {
-  LC_RETURN_IF_ERROR(copy_up(ino));
-  LC_ASSIGN_OR_RETURN(std::string rel, path_of(ino));
-  if (::lsetxattr(upper_path(rel).c_str(), std::string(name).c_str(), value.data(), value.size(), flags) != 0) {
-    return errno_error("setxattr " + rel);
-  }
-  return Status();
+    LC_RETURN_IF_ERROR(copy_up(ino));
+    LC_ASSIGN_OR_RETURN(std::string rel, path_of(ino));
+    if (::lsetxattr(upper_path(rel).c_str(), std::string(name).c_str(), value.data(), value.size(), flags) != 0) {
+      return errno_error("setxattr " + rel);
+    }
+    return Status();
   });
 }
 
 Status Overlay::removexattr(uint64_t ino, std::string_view name) {
   return with_copy_up([&]() -> Status {
-  LC_RETURN_IF_ERROR(copy_up(ino));
-  LC_ASSIGN_OR_RETURN(std::string rel, path_of(ino));
-  if (::lremovexattr(upper_path(rel).c_str(), std::string(name).c_str()) != 0) return errno_error("removexattr " + rel);
-  return Status();
+    LC_RETURN_IF_ERROR(copy_up(ino));
+    LC_ASSIGN_OR_RETURN(std::string rel, path_of(ino));
+    if (::lremovexattr(upper_path(rel).c_str(), std::string(name).c_str()) != 0) return errno_error("removexattr " + rel);
+    return Status();
   });
 }
 

@@ -43,8 +43,8 @@ class ReadAheadPolicy {
  private:
   ReadAheadConfig config_;
   uint64_t window_;
-  uint64_t next_expected_ = 0;     // end of the previous read
-  uint64_t requested_until_ = 0;   // readahead already asked for [.., requested_until_)
+  uint64_t next_expected_ = 0;    // end of the previous read
+  uint64_t requested_until_ = 0;  // readahead already asked for [.., requested_until_)
   bool first_ = true;
 };
 

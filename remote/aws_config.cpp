@@ -70,9 +70,9 @@ Result<AwsCredentials> load_aws_credentials() {
     c = AwsCredentials{get("aws_access_key_id"), get("aws_secret_access_key"), get("aws_session_token")};
     if (!c.empty()) return c;
   }
-  return Status(ErrorCode::kPermissionDenied,
-                "no S3 credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or profile '" + profile_name() +
-                    "' in " + (cred_file.empty() ? std::string("~/.aws/credentials") : cred_file));
+  return Status(ErrorCode::kPermissionDenied, "no S3 credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or profile '" +
+                                                  profile_name() + "' in " +
+                                                  (cred_file.empty() ? std::string("~/.aws/credentials") : cred_file));
 }
 
 std::string aws_region() {
@@ -108,8 +108,8 @@ bool CredentialSource::reload() {
   auto fresh = loader_();
   if (!fresh.ok()) return false;
   std::lock_guard lock(mu_);
-  bool changed = !loaded_ || fresh->access_key_id != cached_.access_key_id ||
-                 fresh->secret_access_key != cached_.secret_access_key || fresh->session_token != cached_.session_token;
+  bool changed = !loaded_ || fresh->access_key_id != cached_.access_key_id || fresh->secret_access_key != cached_.secret_access_key ||
+                 fresh->session_token != cached_.session_token;
   cached_ = *fresh;
   loaded_ = true;
   return changed;

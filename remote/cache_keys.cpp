@@ -7,8 +7,8 @@ namespace lazycache::remote {
 namespace {
 
 bool plain(unsigned char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
-         c == '~' || c == '+' || c == '=' || c == ',' || c == '@' || c == ':' || c == '-';
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '~' || c == '+' ||
+         c == '=' || c == ',' || c == '@' || c == ':' || c == '-';
 }
 
 int hex_value(char c) {
@@ -68,8 +68,8 @@ Result<std::string> entry_object_key(std::string_view scope, std::string_view ke
   // Escaping can triple a key's length: the name must still pass the object key rules (length).
   std::string name = entry_list_prefix(scope, key) + std::string(kEntrySuffix);
   if (!check_object_key(name).ok())
-    return Status(ErrorCode::kInvalidArgument, "cache key and scope take " + std::to_string(name.size()) +
-                                                   " bytes once escaped: too long for an object key");
+    return Status(ErrorCode::kInvalidArgument,
+                  "cache key and scope take " + std::to_string(name.size()) + " bytes once escaped: too long for an object key");
   return name;
 }
 
@@ -83,8 +83,7 @@ std::optional<std::string> key_of_entry(std::string_view scope, std::string_view
   std::string head = scope.empty() ? "" : escape_key_component(scope) + "/";
   if (object_key.substr(0, head.size()) != head) return std::nullopt;
   std::string_view rest = object_key.substr(head.size());
-  if (rest.size() <= kEntrySuffix.size() || rest.substr(rest.size() - kEntrySuffix.size()) != kEntrySuffix)
-    return std::nullopt;
+  if (rest.size() <= kEntrySuffix.size() || rest.substr(rest.size() - kEntrySuffix.size()) != kEntrySuffix) return std::nullopt;
   rest.remove_suffix(kEntrySuffix.size());
   if (rest.find('/') != std::string_view::npos) return std::nullopt;  // another scope's entry
   auto key = unescape(rest);
@@ -99,8 +98,7 @@ std::optional<EntryName> entry_name_of(std::string_view object_key) {
   std::string scope;
   if (size_t slash = object_key.find('/'); slash != std::string_view::npos) {
     auto unescaped = unescape(object_key.substr(0, slash));
-    if (!unescaped || unescaped->empty() || has_control_byte(*unescaped) ||
-        escape_key_component(*unescaped) != object_key.substr(0, slash))
+    if (!unescaped || unescaped->empty() || has_control_byte(*unescaped) || escape_key_component(*unescaped) != object_key.substr(0, slash))
       return std::nullopt;
     scope = *unescaped;
   }

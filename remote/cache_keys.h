@@ -40,9 +40,9 @@ struct EntryName {
 std::optional<EntryName> entry_name_of(std::string_view object_key);
 
 struct KeyMatch {
-  std::string key;      // the cache key that matched (== primary key when exact)
-  bool exact = false;   // cache-hit in actions/cache terms
-  ObjectInfo object;    // the entry object (object.key is the store key)
+  std::string key;     // the cache key that matched (== primary key when exact)
+  bool exact = false;  // cache-hit in actions/cache terms
+  ObjectInfo object;   // the entry object (object.key is the store key)
 };
 
 // Blocking; lists every page under each prefix until one matches. nullopt: a miss.

@@ -22,8 +22,8 @@ struct Transfer {
   const HttpRequest* request = nullptr;
   HttpResponse* response = nullptr;
   CURL* curl = nullptr;
-  size_t body_offset = 0;   // of request->body already sent
-  bool overflow = false;    // the 2xx body did not fit the sink
+  size_t body_offset = 0;  // of request->body already sent
+  bool overflow = false;   // the 2xx body did not fit the sink
 };
 
 std::string trim(std::string_view s) {
@@ -173,8 +173,7 @@ Result<HttpResponse> HttpClient::perform(const HttpRequest& request, const std::
 
   requests_.fetch_add(1);
   int now = in_flight_.fetch_add(1) + 1;
-  for (int seen = max_in_flight_.load(); now > seen && !max_in_flight_.compare_exchange_weak(seen, now);) {
-  }
+  for (int seen = max_in_flight_.load(); now > seen && !max_in_flight_.compare_exchange_weak(seen, now);) {}
   CURLcode rc = curl_easy_perform(curl);
   in_flight_.fetch_sub(1);
   curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &response.status);
@@ -182,8 +181,7 @@ Result<HttpResponse> HttpClient::perform(const HttpRequest& request, const std::
   release(curl);
   if (t.overflow && request.overflow_ok) return response;
   if (t.overflow)
-    return Status(ErrorCode::kCorrupt, what + ": the server sent more bytes than requested (HTTP " +
-                                           std::to_string(response.status) + ")");
+    return Status(ErrorCode::kCorrupt, what + ": the server sent more bytes than requested (HTTP " + std::to_string(response.status) + ")");
   if (rc != CURLE_OK) return transport_error(rc, what + " (" + redact_url(without_query(request.url)) + ")", errbuf);
   return response;
 }
@@ -207,9 +205,8 @@ std::string xml_unescape(std::string_view s) {
     else if (ent == "quot") out += '"';
     else if (ent == "apos") out += '\'';
     else if (!ent.empty() && ent[0] == '#') {
-      unsigned long cp = ent.size() > 1 && (ent[1] == 'x' || ent[1] == 'X')
-                             ? std::strtoul(std::string(ent.substr(2)).c_str(), nullptr, 16)
-                             : std::strtoul(std::string(ent.substr(1)).c_str(), nullptr, 10);
+      unsigned long cp = ent.size() > 1 && (ent[1] == 'x' || ent[1] == 'X') ? std::strtoul(std::string(ent.substr(2)).c_str(), nullptr, 16)
+                                                                            : std::strtoul(std::string(ent.substr(1)).c_str(), nullptr, 10);
       if (cp < 0x80) {
         out += static_cast<char>(cp);
       } else if (cp < 0x800) {

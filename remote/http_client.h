@@ -27,23 +27,23 @@ namespace lazycache::remote {
 using HeaderList = std::vector<std::pair<std::string, std::string>>;
 
 struct HttpRequest {
-  std::string method = "GET";         // GET, HEAD, PUT, POST, DELETE
+  std::string method = "GET";  // GET, HEAD, PUT, POST, DELETE
   std::string url;
   HeaderList headers;
-  std::span<const std::byte> body;    // sent with PUT and POST (Content-Length set)
-  std::span<std::byte> sink;          // if non-empty, a 2xx body goes here (must fit)
+  std::span<const std::byte> body;  // sent with PUT and POST (Content-Length set)
+  std::span<std::byte> sink;        // if non-empty, a 2xx body goes here (must fit)
   // A 2xx body larger than `sink` ends the transfer there and the response (status, headers, the
   // bytes that fit) is returned, instead of kCorrupt: for callers that want the headers of a
   // server that ignored their Range (a 200 carries the whole size in Content-Length).
   bool overflow_ok = false;
-  size_t max_body_bytes = 32 << 20;   // cap on a body collected into HttpResponse::body
+  size_t max_body_bytes = 32 << 20;  // cap on a body collected into HttpResponse::body
 };
 
 struct HttpResponse {
   long status = 0;
-  HeaderList headers;       // names lower-cased, values trimmed
-  std::string body;         // the body when no sink was used or the status is not 2xx (capped)
-  size_t sink_bytes = 0;    // bytes written into the request's sink
+  HeaderList headers;     // names lower-cased, values trimmed
+  std::string body;       // the body when no sink was used or the status is not 2xx (capped)
+  size_t sink_bytes = 0;  // bytes written into the request's sink
   // The header's value, or "" when absent.
   std::string header(std::string_view lower_name) const;
 };
@@ -65,11 +65,11 @@ class HttpClient {
   int max_in_flight() const { return max_in_flight_.load(); }
 
  private:
-  void* acquire();            // a CURL* from the pool or a new one
+  void* acquire();  // a CURL* from the pool or a new one
   void release(void* handle);
   TransferConfig config_;
-  std::mutex mu_;             // guards idle_
-  std::vector<void*> idle_;   // CURL* handles with their connection caches
+  std::mutex mu_;            // guards idle_
+  std::vector<void*> idle_;  // CURL* handles with their connection caches
   std::atomic<uint64_t> requests_{0};
   std::atomic<int> in_flight_{0}, max_in_flight_{0};
 };

@@ -31,7 +31,8 @@ bool reserved_key(std::string_view key) {
 Status check_local_key(std::string_view key) {
   LC_RETURN_IF_ERROR(check_object_key(key));
   if (reserved_key(key))
-    return Status(ErrorCode::kInvalidArgument, "invalid object key '" + std::string(key) + "': " + kTmpDir + "/ holds the store's temporaries");
+    return Status(ErrorCode::kInvalidArgument,
+                  "invalid object key '" + std::string(key) + "': " + kTmpDir + "/ holds the store's temporaries");
   return Status();
 }
 
@@ -46,7 +47,8 @@ std::optional<std::pair<pid_t, std::string>> parse_temporary_name(const std::str
   const size_t dot1 = name.find('.');
   const size_t dot2 = dot1 == std::string::npos ? dot1 : name.find('.', dot1 + 1);
   if (dot1 == 0 || dot2 == std::string::npos || dot2 == dot1 + 1 || dot2 + 1 >= name.size()) return std::nullopt;
-  if (name.find_first_not_of("0123456789") != dot1 || name.substr(dot1 + 1, dot2 - dot1 - 1).find_first_not_of("0123456789") != std::string::npos)
+  if (name.find_first_not_of("0123456789") != dot1 ||
+      name.substr(dot1 + 1, dot2 - dot1 - 1).find_first_not_of("0123456789") != std::string::npos)
     return std::nullopt;
   if (dot1 > 9) return std::nullopt;
   return std::make_pair(static_cast<pid_t>(std::stol(name.substr(0, dot1))), name.substr(dot2 + 1));
@@ -156,8 +158,7 @@ Result<ObjectInfo> LocalDirObjectStore::head(std::string_view key) {
   struct stat st {};
   std::string path = path_of(key);
   if (::stat(path.c_str(), &st) != 0) {
-    if (errno == ENOENT || errno == ENOTDIR)
-      return Status(ErrorCode::kNotFound, "no object " + std::string(key) + " in " + describe());
+    if (errno == ENOENT || errno == ENOTDIR) return Status(ErrorCode::kNotFound, "no object " + std::string(key) + " in " + describe());
     return errno_status("stat " + path);
   }
   if (!S_ISREG(st.st_mode)) return Status(ErrorCode::kNotFound, "no object " + std::string(key) + " in " + describe());
@@ -167,13 +168,11 @@ Result<ObjectInfo> LocalDirObjectStore::head(std::string_view key) {
 Result<size_t> LocalDirObjectStore::get_range(const RangeRequest& req, std::span<std::byte> out) {
   LC_RETURN_IF_ERROR(check_object_key(req.key));
   if (reserved_key(req.key)) return Status(ErrorCode::kNotFound, "no object " + req.key + " in " + describe());
-  if (req.length == 0 || out.size() < req.length)
-    return Status(ErrorCode::kInvalidArgument, "get_range of " + req.key + ": bad length");
+  if (req.length == 0 || out.size() < req.length) return Status(ErrorCode::kInvalidArgument, "get_range of " + req.key + ": bad length");
   std::string path = path_of(req.key);
   Fd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
   if (f.fd < 0) {
-    if (errno == ENOENT || errno == ENOTDIR)
-      return Status(ErrorCode::kNotFound, "no object " + req.key + " in " + describe());
+    if (errno == ENOENT || errno == ENOTDIR) return Status(ErrorCode::kNotFound, "no object " + req.key + " in " + describe());
     return errno_status("opening " + path);
   }
   struct stat st {};
@@ -227,8 +226,7 @@ Result<ObjectInfo> LocalDirObjectStore::publish(int fd, const std::string& tmp, 
     // link(2) fails with EEXIST if the name exists, so two racing savers publish exactly once.
     // The caller unlinks the temporary either way.
     if (::link(tmp.c_str(), final_path.c_str()) != 0) {
-      if (errno == EEXIST)
-        return Status(ErrorCode::kAlreadyExists, "object " + std::string(key) + " already exists in " + describe());
+      if (errno == EEXIST) return Status(ErrorCode::kAlreadyExists, "object " + std::string(key) + " already exists in " + describe());
       return errno_status("publishing " + final_path);
     }
   } else if (::rename(tmp.c_str(), final_path.c_str()) != 0) {
@@ -298,7 +296,8 @@ class LocalDirUpload final : public MultipartUpload {
     while (left > 0) {
       ssize_t n = ::copy_file_range(in.fd, &in_off, fd_, nullptr, left, 0);
       if (n < 0 && errno == EINTR) continue;
-      if (n < 0 && (errno == EXDEV || errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP)) return copy_by_reading(in.fd, in_off, left, path);
+      if (n < 0 && (errno == EXDEV || errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP))
+        return copy_by_reading(in.fd, in_off, left, path);
       if (n < 0) return errno_status("copying " + path + " into " + tmp_);
       if (n == 0) return Status(ErrorCode::kIo, "copying " + path + ": the file ended early");
       left -= static_cast<uint64_t>(n);
@@ -310,7 +309,8 @@ class LocalDirUpload final : public MultipartUpload {
 
  private:
   Status next_part(int number) {
-    if (number != next_) return Status(ErrorCode::kInvalidArgument, "part " + std::to_string(number) + " of " + key_ + " sent out of order");
+    if (number != next_)
+      return Status(ErrorCode::kInvalidArgument, "part " + std::to_string(number) + " of " + key_ + " sent out of order");
     ++next_;
     return Status();
   }

@@ -42,8 +42,8 @@ Result<size_t> ObjectByteSource::fetch(uint64_t offset, std::span<std::byte> out
   LC_ASSIGN_OR_RETURN(size_t n, store_->get_range(req, out.first(want)));
   bytes_fetched_.fetch_add(n);
   if (n != want)
-    return Status(ErrorCode::kUnavailable, describe() + ": short read at " + std::to_string(offset) + ": " +
-                                               std::to_string(n) + " of " + std::to_string(want) + " bytes");
+    return Status(ErrorCode::kUnavailable, describe() + ": short read at " + std::to_string(offset) + ": " + std::to_string(n) + " of " +
+                                               std::to_string(want) + " bytes");
   return n;
 }
 
@@ -55,7 +55,7 @@ Status ObjectByteSource::read_ranges(std::span<ReadRequest> requests) const {
   std::iota(order.begin(), order.end(), 0);
   std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return requests[a].offset < requests[b].offset; });
   struct Group {
-    uint64_t begin = 0, end = 0;   // merged range, clipped to the object
+    uint64_t begin = 0, end = 0;  // merged range, clipped to the object
     std::vector<size_t> members;  // indexes into requests
   };
   std::vector<Group> groups;

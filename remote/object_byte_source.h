@@ -37,7 +37,7 @@ class ObjectByteSource final : public ByteSource {
   // One request where the store allows (suffix range): size, etag and the tail at once.
   // Errors: kNotFound and the store's.
   static Result<std::shared_ptr<ObjectByteSource>> open(std::shared_ptr<ObjectStore> store, std::string key,
-                                                         ObjectByteSourceConfig config = {});
+                                                        ObjectByteSourceConfig config = {});
   // Pins to an object already known (from a list or head): no request.
   static std::shared_ptr<ObjectByteSource> from_info(std::shared_ptr<ObjectStore> store, const ObjectInfo& info,
                                                      ObjectByteSourceConfig config = {});

@@ -35,7 +35,7 @@ namespace lazycache::remote {
 struct ObjectInfo {
   std::string key;
   uint64_t size = 0;
-  std::string etag;          // opaque; pins ranged reads to one version
+  std::string etag;             // opaque; pins ranged reads to one version
   int64_t last_modified_s = 0;  // seconds since the epoch (for "newest entry" lookups)
   // When the object was last used (record_access), seconds since the epoch; 0 where the store
   // keeps no such time (S3: its LRU order is last_modified_s, docs/stores.md "Store management").
@@ -45,8 +45,8 @@ struct ObjectInfo {
 struct RangeRequest {
   std::string key;
   uint64_t offset = 0;
-  uint64_t length = 0;       // must be > 0
-  std::string if_match;      // empty: unpinned; else a replaced object gives kPreconditionFailed
+  uint64_t length = 0;   // must be > 0
+  std::string if_match;  // empty: unpinned; else a replaced object gives kPreconditionFailed
 };
 
 // The tail of an object and what identifies it, from one request where the server allows.
@@ -65,7 +65,7 @@ struct ListPage {
 using BodyReader = std::function<Result<size_t>(std::span<std::byte> out)>;
 
 struct PutOptions {
-  bool create_only = false;   // publish only if absent (If-None-Match: * where honoured)
+  bool create_only = false;      // publish only if absent (If-None-Match: * where honoured)
   uint64_t part_size_bytes = 0;  // 0 = auto
   int concurrency = 0;           // 0 = auto
   uint64_t size_hint_bytes = 0;  // 0 = unknown (streaming)
@@ -73,9 +73,9 @@ struct PutOptions {
 
 // Request figures of a store since it was created (for status lines, `save` output, tests).
 struct TransferStats {
-  uint64_t requests = 0;   // HTTP requests sent (0 for stores without HTTP)
-  int max_in_flight = 0;   // most requests in flight at the same moment
-  uint64_t retries = 0;    // retried calls (RetryingObjectStore, multipart parts)
+  uint64_t requests = 0;  // HTTP requests sent (0 for stores without HTTP)
+  int max_in_flight = 0;  // most requests in flight at the same moment
+  uint64_t retries = 0;   // retried calls (RetryingObjectStore, multipart parts)
 };
 
 class ObjectStore {
@@ -121,18 +121,14 @@ class ObjectStoreWrapper : public ObjectStore {
  public:
   explicit ObjectStoreWrapper(std::shared_ptr<ObjectStore> inner) : inner_(std::move(inner)) {}
   Result<ObjectInfo> head(std::string_view key) override { return inner_->head(key); }
-  Result<size_t> get_range(const RangeRequest& req, std::span<std::byte> out) override {
-    return inner_->get_range(req, out);
-  }
+  Result<size_t> get_range(const RangeRequest& req, std::span<std::byte> out) override { return inner_->get_range(req, out); }
   Result<ObjectInfo> put(std::string_view key, const BodyReader& body, const PutOptions& opts) override {
     return inner_->put(key, body, opts);
   }
   Result<TailRead> get_tail(std::string_view key, uint64_t length, std::span<std::byte> out) override {
     return inner_->get_tail(key, length, out);
   }
-  Result<ListPage> list(std::string_view prefix, std::string_view continuation) override {
-    return inner_->list(prefix, continuation);
-  }
+  Result<ListPage> list(std::string_view prefix, std::string_view continuation) override { return inner_->list(prefix, continuation); }
   Status remove(std::string_view key) override { return inner_->remove(key); }
   Status record_access(std::string_view key) override { return inner_->record_access(key); }
   std::string describe() const override { return inner_->describe(); }

@@ -56,10 +56,9 @@ ObjectInfo object_info_from(const HttpResponse& response, std::string_view key) 
   return info;
 }
 
-Result<size_t> checked_range_get(const HttpSender& send, const std::string& url, const RangeRequest& req,
-                                 std::span<std::byte> out, const std::string& what) {
-  if (req.length == 0 || out.size() < req.length)
-    return Status(ErrorCode::kInvalidArgument, what + ": bad range length");
+Result<size_t> checked_range_get(const HttpSender& send, const std::string& url, const RangeRequest& req, std::span<std::byte> out,
+                                 const std::string& what) {
+  if (req.length == 0 || out.size() < req.length) return Status(ErrorCode::kInvalidArgument, what + ": bad range length");
   uint64_t last = req.offset + req.length - 1;
   HttpRequest http;
   http.method = "GET";
@@ -80,23 +79,24 @@ Result<size_t> checked_range_get(const HttpSender& send, const std::string& url,
   if (r.status != 206) return status_from_http(r, what);
   // Some servers (s3rver) ignore If-Match on GET: the ETag of the reply is checked as well.
   if (std::string etag = r.header("etag"); !req.if_match.empty() && !etag.empty() && etag != req.if_match)
-    return Status(ErrorCode::kPreconditionFailed, what + ": the object was replaced (ETag " + quote_text(etag, 256) +
-                                                      ", expected " + req.if_match + ")");
+    return Status(ErrorCode::kPreconditionFailed,
+                  what + ": the object was replaced (ETag " + quote_text(etag, 256) + ", expected " + req.if_match + ")");
   auto cr = parse_content_range(r.header("content-range"));
-  if (!cr) return Status(ErrorCode::kCorrupt, what + ": 206 without a valid Content-Range (" + quote_text(r.header("content-range"), 256) + ")");
+  if (!cr)
+    return Status(ErrorCode::kCorrupt, what + ": 206 without a valid Content-Range (" + quote_text(r.header("content-range"), 256) + ")");
   bool end_ok = cr->last == last || (cr->last < last && cr->last == cr->total - 1);
   if (cr->first != req.offset || !end_ok)
     return Status(ErrorCode::kCorrupt, what + ": asked for bytes " + std::to_string(req.offset) + "-" + std::to_string(last) +
                                            ", got Content-Range " + quote_text(r.header("content-range"), 256));
   uint64_t expect = cr->last - cr->first + 1;
   if (r.sink_bytes != expect)
-    return Status(ErrorCode::kUnavailable, what + ": body ended after " + std::to_string(r.sink_bytes) + " of " +
-                                               std::to_string(expect) + " bytes");
+    return Status(ErrorCode::kUnavailable,
+                  what + ": body ended after " + std::to_string(r.sink_bytes) + " of " + std::to_string(expect) + " bytes");
   return r.sink_bytes;
 }
 
-Result<std::optional<TailRead>> checked_suffix_get(const HttpSender& send, const std::string& url, std::string_view key,
-                                                   uint64_t length, std::span<std::byte> out, const std::string& what) {
+Result<std::optional<TailRead>> checked_suffix_get(const HttpSender& send, const std::string& url, std::string_view key, uint64_t length,
+                                                   std::span<std::byte> out, const std::string& what) {
   if (length == 0 || out.size() < length) return Status(ErrorCode::kInvalidArgument, what + ": bad suffix length");
   HttpRequest http;
   http.method = "GET";
@@ -129,8 +129,8 @@ Result<std::optional<TailRead>> checked_suffix_get(const HttpSender& send, const
   uint64_t want = std::min<uint64_t>(length, cr->total);
   if (cr->last != cr->total - 1 || cr->last - cr->first + 1 != want) return std::optional<TailRead>();
   if (r.sink_bytes != want)
-    return Status(ErrorCode::kUnavailable, what + ": body ended after " + std::to_string(r.sink_bytes) + " of " +
-                                               std::to_string(want) + " bytes");
+    return Status(ErrorCode::kUnavailable,
+                  what + ": body ended after " + std::to_string(r.sink_bytes) + " of " + std::to_string(want) + " bytes");
   return std::optional<TailRead>(tail);
 }
 

@@ -35,12 +35,12 @@ int64_t parse_http_time(std::string_view value);
 
 // GET url with Range and If-Match. Returns bytes read (short only at the end of the object; 0 at
 // or past the end). Errors: kPreconditionFailed (412), kCorrupt (bad reply), the sender's.
-Result<size_t> checked_range_get(const HttpSender& send, const std::string& url, const RangeRequest& req,
-                                 std::span<std::byte> out, const std::string& what);
+Result<size_t> checked_range_get(const HttpSender& send, const std::string& url, const RangeRequest& req, std::span<std::byte> out,
+                                 const std::string& what);
 
 // GET url with "Range: bytes=-length". nullopt when the server answered the suffix range with
 // other bytes (s3rver returns the first bytes): the caller falls back to HEAD + absolute range.
-Result<std::optional<TailRead>> checked_suffix_get(const HttpSender& send, const std::string& url, std::string_view key,
-                                                   uint64_t length, std::span<std::byte> out, const std::string& what);
+Result<std::optional<TailRead>> checked_suffix_get(const HttpSender& send, const std::string& url, std::string_view key, uint64_t length,
+                                                   std::span<std::byte> out, const std::string& what);
 
 }  // namespace lazycache::remote

@@ -26,14 +26,13 @@ Status RetryPolicy::run(const std::string& what, const std::function<Status()>& 
     int64_t delay = backoff_ms(config_, attempt, rng());
     auto elapsed = std::chrono::steady_clock::now() - start;
     bool out_of_time = elapsed + std::chrono::milliseconds(delay) > std::chrono::milliseconds(config_.deadline_ms);
-    if (out_of_attempts || out_of_time)
-      return last.with_context(what + " (gave up after " + std::to_string(attempt + 1) + " attempts)");
+    if (out_of_attempts || out_of_time) return last.with_context(what + " (gave up after " + std::to_string(attempt + 1) + " attempts)");
     retries_.fetch_add(1);
     if (config_.on_retry) {
       char when[32];
       std::snprintf(when, sizeof when, "%.1f s", static_cast<double>(delay) / 1000);
-      config_.on_retry(what + ": " + last.to_string() + "; retrying in " + when + " (attempt " + std::to_string(attempt + 2) +
-                       " of " + std::to_string(config_.max_attempts) + ")");
+      config_.on_retry(what + ": " + last.to_string() + "; retrying in " + when + " (attempt " + std::to_string(attempt + 2) + " of " +
+                       std::to_string(config_.max_attempts) + ")");
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(delay));
   }
@@ -62,13 +61,11 @@ Result<size_t> RetryingObjectStore::get_range(const RangeRequest& req, std::span
 }
 
 Result<TailRead> RetryingObjectStore::get_tail(std::string_view key, uint64_t length, std::span<std::byte> out) {
-  return retry_result<TailRead>(policy_, "GET tail of " + std::string(key),
-                                [&] { return inner_->get_tail(key, length, out); });
+  return retry_result<TailRead>(policy_, "GET tail of " + std::string(key), [&] { return inner_->get_tail(key, length, out); });
 }
 
 Result<ListPage> RetryingObjectStore::list(std::string_view prefix, std::string_view continuation) {
-  return retry_result<ListPage>(policy_, "LIST " + std::string(prefix),
-                                [&] { return inner_->list(prefix, continuation); });
+  return retry_result<ListPage>(policy_, "LIST " + std::string(prefix), [&] { return inner_->list(prefix, continuation); });
 }
 
 Status RetryingObjectStore::remove(std::string_view key) {

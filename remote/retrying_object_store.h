@@ -20,10 +20,10 @@
 namespace lazycache::remote {
 
 struct RetryConfig {
-  int max_attempts = 5;        // total tries of one call; AWS SDKs use 3-5 for reads
-  int base_delay_ms = 100;     // first backoff cap: ~ one loopback/region round trip x 10
-  int max_delay_ms = 10'000;   // one sleep never exceeds this
-  int deadline_ms = 120'000;   // no new attempt starts after this much time in the call
+  int max_attempts = 5;       // total tries of one call; AWS SDKs use 3-5 for reads
+  int base_delay_ms = 100;    // first backoff cap: ~ one loopback/region round trip x 10
+  int max_delay_ms = 10'000;  // one sleep never exceeds this
+  int deadline_ms = 120'000;  // no new attempt starts after this much time in the call
   // Called before each retry's sleep with what is retried, why, and when: "GET key: <error>;
   // retrying in 0.4 s (attempt 2 of 5)". The CLI prints it, so a long wait is never silent;
   // empty: quiet. Called from the retrying thread; must be thread-safe.

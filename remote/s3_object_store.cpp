@@ -21,8 +21,7 @@ using Query = std::vector<std::pair<std::string, std::string>>;
 bool credentials_rejected(const HttpResponse& r) {
   if (r.status != 403 && r.status != 400) return false;
   std::string code = xml_value(r.body, "Code");
-  return code == "ExpiredToken" || code == "InvalidAccessKeyId" || code == "InvalidToken" ||
-         code == "TokenRefreshRequired";
+  return code == "ExpiredToken" || code == "InvalidAccessKeyId" || code == "InvalidToken" || code == "TokenRefreshRequired";
 }
 
 // Reads from body until buf is full or the body ends. Returns the count.
@@ -53,9 +52,7 @@ std::string xml_text(std::string_view s) {
 S3ObjectStore::S3ObjectStore(S3Config config, std::shared_ptr<CredentialSource> credentials)
     : config_(std::move(config)), credentials_(std::move(credentials)), http_(config_.transfer), part_retry_(config_.part_retry) {}
 
-std::string S3ObjectStore::describe() const {
-  return "s3://" + config_.bucket + (config_.prefix.empty() ? "" : "/" + config_.prefix);
-}
+std::string S3ObjectStore::describe() const { return "s3://" + config_.bucket + (config_.prefix.empty() ? "" : "/" + config_.prefix); }
 
 std::string S3ObjectStore::what(const char* op, std::string_view key) const {
   return std::string(op) + " " + describe() + "/" + std::string(key);
@@ -65,9 +62,8 @@ std::string S3ObjectStore::full_key(std::string_view key) const {
   return config_.prefix.empty() ? std::string(key) : config_.prefix + "/" + std::string(key);
 }
 
-Result<HttpResponse> S3ObjectStore::send_once(const std::string& method, const std::string& fkey, const Query& query,
-                                              HttpRequest& request, const std::string& what_text,
-                                              const AwsCredentials& creds) {
+Result<HttpResponse> S3ObjectStore::send_once(const std::string& method, const std::string& fkey, const Query& query, HttpRequest& request,
+                                              const std::string& what_text, const AwsCredentials& creds) {
   std::string host = config_.path_style ? config_.endpoint.host : config_.bucket + "." + config_.endpoint.host;
   std::string path = config_.path_style ? "/" + config_.bucket : "";
   if (!fkey.empty()) path += "/" + uri_encode(fkey, false);
@@ -100,8 +96,8 @@ Result<HttpResponse> S3ObjectStore::send_once(const std::string& method, const s
   return http_.perform(signed_request, what_text);
 }
 
-Result<HttpResponse> S3ObjectStore::send(const std::string& method, const std::string& fkey, const Query& query,
-                                         HttpRequest& request, const std::string& what_text) {
+Result<HttpResponse> S3ObjectStore::send(const std::string& method, const std::string& fkey, const Query& query, HttpRequest& request,
+                                         const std::string& what_text) {
   auto creds = credentials_->current();
   if (!creds.ok()) return creds.error().with_context(what_text);
   LC_ASSIGN_OR_RETURN(HttpResponse r, send_once(method, fkey, query, request, what_text, *creds));
@@ -252,8 +248,8 @@ Status S3ObjectStore::abort_multipart_upload(std::string_view key, const std::st
   });
 }
 
-Result<ObjectInfo> S3ObjectStore::put_multipart(std::string_view key, Part first, const BodyReader& body,
-                                                const PutOptions& opts, const UploadPlan& plan) {
+Result<ObjectInfo> S3ObjectStore::put_multipart(std::string_view key, Part first, const BodyReader& body, const PutOptions& opts,
+                                                const UploadPlan& plan) {
   std::string fkey = full_key(key);
   std::string w = what("multipart PUT", key);
   LC_ASSIGN_OR_RETURN(std::string upload_id, initiate_multipart(fkey, w));
@@ -317,8 +313,8 @@ Result<ObjectInfo> S3ObjectStore::put_multipart(std::string_view key, Part first
         --parts_alive;
         if (!n.ok()) error = n.error().with_context(w + ": reading the body");
         else if (*n != 0)
-          error = Status(ErrorCode::kResourceExhausted, w + ": more than 10,000 parts of " +
-                                                            std::to_string(plan.part_size_bytes) + " bytes; use a larger --part-size");
+          error = Status(ErrorCode::kResourceExhausted,
+                         w + ": more than 10,000 parts of " + std::to_string(plan.part_size_bytes) + " bytes; use a larger --part-size");
         break;
       }
       part.bytes.resize(*n);

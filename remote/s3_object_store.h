@@ -37,22 +37,22 @@
 namespace lazycache::remote {
 
 struct S3Config {
-  HttpEndpoint endpoint;         // e.g. {"https", "s3.us-east-1.amazonaws.com"}
+  HttpEndpoint endpoint;  // e.g. {"https", "s3.us-east-1.amazonaws.com"}
   std::string bucket;
-  std::string prefix;            // key prefix without leading/trailing '/', may be empty
+  std::string prefix;  // key prefix without leading/trailing '/', may be empty
   std::string region = "us-east-1";
   bool path_style = true;
   bool sign_payload = false;
   TransferConfig transfer;
-  RetryConfig part_retry;        // for multipart parts (a part is replayable from memory)
-  int list_page_size = 1000;     // max-keys
+  RetryConfig part_retry;     // for multipart parts (a part is replayable from memory)
+  int list_page_size = 1000;  // max-keys
   // Added to this machine's clock when signing: servers reject > 15 min of skew. Tests use it
   // to prove that a skewed request is rejected and reported clearly.
   int64_t clock_offset_s = 0;
 };
 
 struct MultipartUploadInfo {
-  std::string key;               // relative to the store's prefix
+  std::string key;  // relative to the store's prefix
   std::string upload_id;
 };
 
@@ -67,9 +67,7 @@ class S3ObjectStore final : public ObjectStore {
   Result<ListPage> list(std::string_view prefix, std::string_view continuation) override;
   Status remove(std::string_view key) override;
   std::string describe() const override;
-  TransferStats transfer_stats() const override {
-    return TransferStats{http_.requests(), http_.max_in_flight(), part_retry_.retries()};
-  }
+  TransferStats transfer_stats() const override { return TransferStats{http_.requests(), http_.max_in_flight(), part_retry_.retries()}; }
   // CreateMultipartUpload; parts are UploadPart or UploadPartCopy (x-amz-copy-source-range,
   // pinned with x-amz-copy-source-if-match); complete() as put's multipart path (create_only
   // checks included); an upload destroyed uncompleted is aborted. s3_upload_part_copy.cpp.
@@ -91,8 +89,7 @@ class S3ObjectStore final : public ObjectStore {
   std::string full_key(std::string_view key) const;
   // Builds, signs and sends one request on the object full_key ("" = the bucket).
   Result<HttpResponse> send(const std::string& method, const std::string& full_key,
-                            const std::vector<std::pair<std::string, std::string>>& query, HttpRequest& request,
-                            const std::string& what);
+                            const std::vector<std::pair<std::string, std::string>>& query, HttpRequest& request, const std::string& what);
   Result<HttpResponse> send_once(const std::string& method, const std::string& full_key,
                                  const std::vector<std::pair<std::string, std::string>>& query, HttpRequest& request,
                                  const std::string& what, const AwsCredentials& creds);
@@ -108,14 +105,13 @@ class S3ObjectStore final : public ObjectStore {
   // UploadPartCopy into the upload of `key`: the part's ETag. Pinned with
   // x-amz-copy-source-if-match (where the server can match a multipart ETag there: not Swift)
   // and by a HEAD of the source after the copy (s3rver ignores the condition).
-  Result<std::string> upload_part_copy(const std::string& key, const std::string& upload_id, int number,
-                                       const RangeRequest& source);
+  Result<std::string> upload_part_copy(const std::string& key, const std::string& upload_id, int number, const RangeRequest& source);
   // Completes the upload of parts 1..etags.size() (create_only: HEAD first, If-None-Match where
   // the server honours it) or aborts it on any failure.
   Result<ObjectInfo> finish_multipart(std::string_view key, const std::string& upload_id, const std::vector<std::string>& etags,
                                       bool create_only, uint64_t total);
-  Result<HttpResponse> complete_multipart(const std::string& fkey, const std::string& upload_id,
-                                          const std::vector<std::string>& etags, bool if_none_match);
+  Result<HttpResponse> complete_multipart(const std::string& fkey, const std::string& upload_id, const std::vector<std::string>& etags,
+                                          bool if_none_match);
   std::string what(const char* op, std::string_view key) const;
 
   S3Config config_;

@@ -81,11 +81,13 @@ Result<std::string> S3ObjectStore::upload_part_copy(const std::string& key, cons
       req.headers.emplace_back("x-amz-copy-source-range",
                                "bytes=" + std::to_string(source.offset) + "-" + std::to_string(source.offset + source.length - 1));
       if (conditional) req.headers.emplace_back("x-amz-copy-source-if-match", source.if_match);
-      LC_ASSIGN_OR_RETURN(HttpResponse r, send("PUT", full_key(key), {{"partNumber", std::to_string(number)}, {"uploadId", upload_id}}, req, w));
+      LC_ASSIGN_OR_RETURN(HttpResponse r,
+                          send("PUT", full_key(key), {{"partNumber", std::to_string(number)}, {"uploadId", upload_id}}, req, w));
       // Like Complete, a copy may answer 200 and report its failure in the body.
       if (r.status == 200 && r.body.find("<Error>") != std::string::npos) r.status = 500;
       if (r.status == 412)
-        return Status(ErrorCode::kPreconditionFailed, w + ": the source object was replaced (its ETag is no longer " + source.if_match + ")");
+        return Status(ErrorCode::kPreconditionFailed,
+                      w + ": the source object was replaced (its ETag is no longer " + source.if_match + ")");
       if (r.status == 404) return Status(ErrorCode::kNotFound, w + ": no such object or upload");
       if (r.status != 200) return status_from_http(r, w);
       etag = xml_value(r.body, "ETag");
@@ -115,7 +117,8 @@ Result<std::string> S3ObjectStore::upload_part_copy(const std::string& key, cons
   // object): objects are replaced whole, so the same ETag after the copy means the bytes copied
   // were that object's (short of it being replaced and put back as it was: the same bytes).
   LC_ASSIGN_OR_RETURN(bool same, same_source());
-  if (!same) return Status(ErrorCode::kPreconditionFailed, w + ": the source object was replaced (its ETag is no longer " + source.if_match + ")");
+  if (!same)
+    return Status(ErrorCode::kPreconditionFailed, w + ": the source object was replaced (its ETag is no longer " + source.if_match + ")");
   return copied;
 }
 

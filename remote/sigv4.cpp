@@ -15,8 +15,7 @@ namespace {
 std::string hmac(std::string_view key, std::string_view data) {
   unsigned char out[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
-  HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()), reinterpret_cast<const unsigned char*>(data.data()),
-       data.size(), out, &len);
+  HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()), reinterpret_cast<const unsigned char*>(data.data()), data.size(), out, &len);
   return std::string(reinterpret_cast<char*>(out), len);
 }
 
@@ -41,9 +40,7 @@ std::string canonical_value(std::string_view v) {
   return out;
 }
 
-std::string scope_of(const SignRequest& r) {
-  return r.amz_date.substr(0, 8) + "/" + r.region + "/" + r.service + "/aws4_request";
-}
+std::string scope_of(const SignRequest& r) { return r.amz_date.substr(0, 8) + "/" + r.region + "/" + r.service + "/aws4_request"; }
 
 }  // namespace
 
@@ -130,8 +127,7 @@ std::string authorization_header(const SignRequest& r, const AwsCredentials& cre
   std::string names;
   std::string canonical = canonical_request(r, &names);
   std::string sig = signature(r, creds.secret_access_key, string_to_sign(r, canonical));
-  return "AWS4-HMAC-SHA256 Credential=" + creds.access_key_id + "/" + scope_of(r) + ", SignedHeaders=" + names +
-         ", Signature=" + sig;
+  return "AWS4-HMAC-SHA256 Credential=" + creds.access_key_id + "/" + scope_of(r) + ", SignedHeaders=" + names + ", Signature=" + sig;
 }
 
 std::string presign_query(const SignRequest& request, const AwsCredentials& creds, int expires_s) {

@@ -25,13 +25,13 @@ inline constexpr std::string_view kUnsignedPayload = "UNSIGNED-PAYLOAD";
 inline constexpr std::string_view kEmptyPayloadHash = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
 
 struct SignRequest {
-  std::string method;                                       // "GET"
-  std::string path;                                         // already URI-encoded ("/bucket/a%20b")
-  std::vector<std::pair<std::string, std::string>> query;   // raw (not encoded) name/value
-  std::vector<std::pair<std::string, std::string>> headers; // every header to sign, incl. host
-  std::string payload_hash;                                 // hex sha256, or UNSIGNED-PAYLOAD
-  std::string amz_date;                                     // "20130524T000000Z"
-  std::string region;                                       // "us-east-1"
+  std::string method;                                        // "GET"
+  std::string path;                                          // already URI-encoded ("/bucket/a%20b")
+  std::vector<std::pair<std::string, std::string>> query;    // raw (not encoded) name/value
+  std::vector<std::pair<std::string, std::string>> headers;  // every header to sign, incl. host
+  std::string payload_hash;                                  // hex sha256, or UNSIGNED-PAYLOAD
+  std::string amz_date;                                      // "20130524T000000Z"
+  std::string region;                                        // "us-east-1"
   std::string service = "s3";
 };
 

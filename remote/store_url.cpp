@@ -130,8 +130,8 @@ bool looks_like_mistyped_url(std::string_view url) {
 bool is_secret_param(std::string_view name) {
   // Substrings, not a list of exact names: a provider's next variant (X-Goog-Security-Token,
   // OSSAccessKeyId, api_key, access_token, ...) is redacted too. Over-redacting costs nothing.
-  static constexpr std::string_view kSecretParts[] = {"sig",  "credential", "token", "secret", "password", "passwd",
-                                                      "pwd",  "key",        "auth",  "accessid", "session"};
+  static constexpr std::string_view kSecretParts[] = {"sig", "credential", "token", "secret",   "password", "passwd",
+                                                      "pwd", "key",        "auth",  "accessid", "session"};
   const std::string n = decoded_lower(name);
   for (std::string_view part : kSecretParts) {
     if (n.find(part) != std::string::npos) return true;
@@ -171,9 +171,10 @@ Result<StoreUrl> parse_store_url(std::string_view url) {
   auto scheme_end = url.find("://");
   if (scheme_end == std::string_view::npos) {
     if (looks_like_mistyped_url(url))
-      return bad_url(url, "looks like a mistyped URL (the forms are a path, file:///dir, s3://bucket/prefix, "
-                          "http(s)://host/path; write ./" + std::string(url.substr(0, url.find('?'))) +
-                          " for a directory of that name)");
+      return bad_url(url,
+                     "looks like a mistyped URL (the forms are a path, file:///dir, s3://bucket/prefix, "
+                     "http(s)://host/path; write ./" +
+                         std::string(url.substr(0, url.find('?'))) + " for a directory of that name)");
     out.kind = StoreUrl::Kind::kLocalDir;
     LC_ASSIGN_OR_RETURN(out.dir, absolute_dir(url, url));
     return out;
@@ -194,8 +195,7 @@ Result<StoreUrl> parse_store_url(std::string_view url) {
     if (out.bucket.empty()) return bad_url(url, "no bucket (s3://bucket/prefix)");
     if (out.bucket.size() < 3 || out.bucket.size() > 63) return bad_url(url, "bucket names have 3 to 63 characters");
     for (char c : out.bucket) {
-      bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_' ||
-                (c >= 'A' && c <= 'Z');
+      bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_' || (c >= 'A' && c <= 'Z');
       if (!ok) return bad_url(url, "bad character in bucket name");
     }
     if (url.find('?') != std::string_view::npos) return bad_url(url, "s3:// URLs take no query");

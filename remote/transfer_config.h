@@ -8,8 +8,8 @@
 namespace lazycache::remote {
 
 struct TransferConfig {
-  int concurrency = 0;             // simultaneous requests of one transfer; 0 = auto
-  uint64_t part_size_bytes = 0;    // multipart part size; 0 = auto
+  int concurrency = 0;           // simultaneous requests of one transfer; 0 = auto
+  uint64_t part_size_bytes = 0;  // multipart part size; 0 = auto
   // Upload memory: a multipart upload holds up to concurrency + 1 parts in memory. 256 MiB fits
   // CI runners (7 GiB+) next to the build with room to spare.
   uint64_t memory_budget_bytes = 256ull << 20;
@@ -19,7 +19,7 @@ struct TransferConfig {
   // that a dead connection does not hold a FUSE read for minutes.
   int low_speed_time_s = 20;
   int low_speed_bytes_per_s = 1024;
-  int max_attempts = 5;            // per request, for the retry policy
+  int max_attempts = 5;  // per request, for the retry policy
 };
 
 struct UploadPlan {

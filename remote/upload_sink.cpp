@@ -9,7 +9,8 @@ namespace lazycache::remote {
 UploadSink::UploadSink(std::shared_ptr<ObjectStore> store, std::string key, PutOptions options, size_t pipe_bytes)
     : store_(std::move(store)), key_(std::move(key)), pipe_bytes_(std::max<size_t>(pipe_bytes, 1)) {
   uploader_ = std::thread([this, options] {
-    auto result = store_->put(key_, [this](std::span<std::byte> out) { return read_body(out); }, options);
+    auto result = store_->put(
+        key_, [this](std::span<std::byte> out) { return read_body(out); }, options);
     std::lock_guard lock(mu_);
     upload_done_ = true;
     if (result.ok()) published_ = *result;

@@ -54,8 +54,8 @@ class UploadSink final : public ByteSink {
   std::deque<std::vector<std::byte>> chunks_;
   size_t front_offset_ = 0;  // bytes of chunks_.front() already consumed
   size_t buffered_ = 0;
-  bool closed_ = false;      // commit(): no more bytes
-  bool abandoned_ = false;   // destroyed uncommitted: fail the body
+  bool closed_ = false;     // commit(): no more bytes
+  bool abandoned_ = false;  // destroyed uncommitted: fail the body
   bool upload_done_ = false;
   Status upload_status_;
   std::optional<ObjectInfo> published_;

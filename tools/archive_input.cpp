@@ -20,8 +20,7 @@ namespace {
 Result<std::unique_ptr<format::ArchiveReader>> open_store_entry(const ArgParser& args) {
   LC_ASSIGN_OR_RETURN(auto store, open_store(args));
   LC_ASSIGN_OR_RETURN(auto entry, resolve_entry(*store, args));
-  if (!entry.match)
-    return Status(ErrorCode::kNotFound, "no entry for key " + entry.primary_key + " in " + store->describe());
+  if (!entry.match) return Status(ErrorCode::kNotFound, "no entry for key " + entry.primary_key + " in " + store->describe());
   LC_ASSIGN_OR_RETURN(auto source, remote::ObjectByteSource::open(store, entry.match->object.key));
   std::string where = source->describe();
   auto reader = format::ArchiveReader::open(std::shared_ptr<const ByteSource>(std::move(source)));

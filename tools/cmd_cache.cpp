@@ -11,8 +11,9 @@ namespace lazycache::cli {
 namespace {
 
 int run_cache(ArgParser& args) {
-  args.option("cache-dir", "DIR", "the chunk cache (default: $LAZYCACHE_CACHE_DIR, ~/.cache/lazycache/chunks, "
-                                  "/var/cache/lazycache/chunks as root)");
+  args.option("cache-dir", "DIR",
+              "the chunk cache (default: $LAZYCACHE_CACHE_DIR, ~/.cache/lazycache/chunks, "
+              "/var/cache/lazycache/chunks as root)");
   args.option("cache-size", "SIZE", "the bound gc evicts down to", "10G");
   args.flag("json", "print figures as JSON");
   int code = 0;
@@ -59,8 +60,7 @@ int run_cache(ArgParser& args) {
   return kExitOk;
 }
 
-const CommandRegistration reg{"cache", "inspect or trim the local chunk cache", "[--cache-dir DIR] stats|gc|clear",
-                              run_cache};
+const CommandRegistration reg{"cache", "inspect or trim the local chunk cache", "[--cache-dir DIR] stats|gc|clear", run_cache};
 
 }  // namespace
 }  // namespace lazycache::cli

@@ -26,7 +26,8 @@ Status cat_file(const format::ArchiveReader& reader, const std::string& path) {
     const format::FrameInfo& f = idx.frames()[fi];
     uint64_t from = std::max(e.data_offset, f.uncompressed_offset);
     uint64_t to = std::min(e.data_offset + e.size, f.uncompressed_offset + f.uncompressed_size);
-    LC_RETURN_IF_ERROR(write_all(STDOUT_FILENO, std::string_view(data).substr(from - f.uncompressed_offset, to - from), "writing to stdout"));
+    LC_RETURN_IF_ERROR(
+        write_all(STDOUT_FILENO, std::string_view(data).substr(from - f.uncompressed_offset, to - from), "writing to stdout"));
   }
   return Status();
 }

@@ -43,8 +43,7 @@ int run_delete(ArgParser& args) {
     mark_entries_in_use(one, (*store)->describe());
     const StoreEntry* found = &one.front();
     if (!found->in_use_by.empty()) {
-      std::cerr << "lazycache delete: key " << key << " is mounted at " << found->in_use_by
-                << ": not deleting it (unmount it first)\n";
+      std::cerr << "lazycache delete: key " << key << " is mounted at " << found->in_use_by << ": not deleting it (unmount it first)\n";
       result = kExitFailure;
       continue;
     }
@@ -58,8 +57,7 @@ int run_delete(ArgParser& args) {
   return result;
 }
 
-const CommandRegistration kDelete{"delete", "delete entries of a store by key", "[--scope S] [--store URL] KEY...",
-                                  run_delete};
+const CommandRegistration kDelete{"delete", "delete entries of a store by key", "[--scope S] [--store URL] KEY...", run_delete};
 
 }  // namespace
 }  // namespace lazycache::cli

@@ -34,7 +34,8 @@ int run_extract(ArgParser& args) {
   if (*threads < 0 || *threads > 1024) return report_error("extract", Status(ErrorCode::kInvalidArgument, "--threads: expected 0..1024"));
   const auto& idx = in->reader->index();
   format::ExtractConfig config;
-  config.targets = args.has("to-original-paths") ? format::targets_at_original_paths(idx) : format::targets_under(idx, args.get("directory"));
+  config.targets = args.has("to-original-paths") ? format::targets_at_original_paths(idx)
+                                                 : format::targets_under(idx, args.get("directory"));
   config.only_paths = in->rest;
   config.threads = static_cast<int>(*threads);
   apply_extract_safety_options(args, config);
@@ -51,11 +52,13 @@ int run_extract(ArgParser& args) {
     std::fprintf(stderr, "extracted %llu files, %llu dirs, %llu symlinks, %llu hardlinks (%s) from %u frames (%s read) in %.2f s\n",
                  static_cast<unsigned long long>(stats->files), static_cast<unsigned long long>(stats->dirs),
                  static_cast<unsigned long long>(stats->symlinks), static_cast<unsigned long long>(stats->hardlinks),
-                 human_bytes(stats->file_bytes).c_str(), stats->frames_read, human_bytes(stats->compressed_bytes_read).c_str(), stats->seconds);
+                 human_bytes(stats->file_bytes).c_str(), stats->frames_read, human_bytes(stats->compressed_bytes_read).c_str(),
+                 stats->seconds);
   return kExitOk;
 }
 
-const CommandRegistration reg{"extract", "restore files from an archive (safely: nothing outside the target)", "[OPTIONS] ARCHIVE [PATH...]", run_extract};
+const CommandRegistration reg{"extract", "restore files from an archive (safely: nothing outside the target)",
+                              "[OPTIONS] ARCHIVE [PATH...]", run_extract};
 
 }  // namespace
 }  // namespace lazycache::cli

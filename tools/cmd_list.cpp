@@ -34,17 +34,17 @@ int run_list(ArgParser& args) {
   for (const StoreEntry& e : *entries) {
     total += e.object.size;
     if (args.has("json")) {
-      std::cout << StoreEntryJson{e.scope, e.key, e.object.key, e.object.size, e.object.last_modified_s, e.last_used_s, e.in_use_by}
-                       .to_json()
-                << "\n";
+      std::cout
+          << StoreEntryJson{e.scope, e.key, e.object.key, e.object.size, e.object.last_modified_s, e.last_used_s, e.in_use_by}.to_json()
+          << "\n";
       continue;
     }
-    std::cout << e.key << (e.scope.empty() ? "" : "  (scope " + e.scope + ")") << "  " << human_bytes(e.object.size)
-              << "  saved " << age_text(now - e.object.last_modified_s) << " ago, used " << age_text(now - e.last_used_s)
-              << " ago" << (e.in_use_by.empty() ? "" : ", mounted at " + e.in_use_by) << "\n";
+    std::cout << e.key << (e.scope.empty() ? "" : "  (scope " + e.scope + ")") << "  " << human_bytes(e.object.size) << "  saved "
+              << age_text(now - e.object.last_modified_s) << " ago, used " << age_text(now - e.last_used_s) << " ago"
+              << (e.in_use_by.empty() ? "" : ", mounted at " + e.in_use_by) << "\n";
   }
-  std::cerr << "lazycache list: " << entries->size() << (entries->size() == 1 ? " entry, " : " entries, ")
-            << human_bytes(total) << " in " << (*store)->describe() << "\n";
+  std::cerr << "lazycache list: " << entries->size() << (entries->size() == 1 ? " entry, " : " entries, ") << human_bytes(total) << " in "
+            << (*store)->describe() << "\n";
   return kExitOk;
 }
 

@@ -33,9 +33,8 @@ int run_lookup(ArgParser& args) {
   }
   const auto& obj = entry->match->object;
   int64_t age = static_cast<int64_t>(std::time(nullptr)) - obj.last_modified_s;
-  std::cerr << "lazycache lookup: " << (entry->cache_hit() ? "exact hit" : "restore-key match") << ": "
-            << (*store)->describe() << "/" << obj.key << ", " << obj.size << " bytes, saved " << (age < 0 ? 0 : age)
-            << " s ago\n";
+  std::cerr << "lazycache lookup: " << (entry->cache_hit() ? "exact hit" : "restore-key match") << ": " << (*store)->describe() << "/"
+            << obj.key << ", " << obj.size << " bytes, saved " << (age < 0 ? 0 : age) << " s ago\n";
   return kExitOk;
 }
 

@@ -30,7 +30,8 @@ void print_entry(const format::Index& idx, format::EntryId id, bool long_format)
     struct tm tm;
     gmtime_r(&t, &tm);
     std::strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tm);
-    std::printf("%s %3u %5u/%-5u %12llu %s %s", mode_string(e).c_str(), e.nlink, e.uid, e.gid, static_cast<unsigned long long>(e.size), when, path.c_str());
+    std::printf("%s %3u %5u/%-5u %12llu %s %s", mode_string(e).c_str(), e.nlink, e.uid, e.gid, static_cast<unsigned long long>(e.size),
+                when, path.c_str());
     if (e.type == format::EntryType::kSymlink) std::printf(" -> %s", format::quote_path_if_needed(e.symlink_target).c_str());
     std::printf("\n");
   } else {

@@ -7,9 +7,9 @@
 
 #include <condition_variable>
 #include <fstream>
+#include <iostream>
 #include <mutex>
 #include <thread>
-#include <iostream>
 
 #include "format/archive.h"
 #include "format/quote.h"
@@ -26,8 +26,8 @@
 #include "tools/mount_daemon.h"
 #include "tools/mount_point_check.h"
 #include "tools/mount_state.h"
-#include "tools/run_files.h"
 #include "tools/run_dir_cleanup.h"
+#include "tools/run_files.h"
 #include "tools/save_record.h"
 #include "tools/store_options.h"
 
@@ -72,15 +72,17 @@ int run_mount(ArgParser& args) {
               "when it is small against the cache (auto: at most a quarter of --cache-size and 1G), all of it, "
               "nothing, or at most SIZE compressed bytes",
               "auto");
-  args.option("cache-dir", "DIR", "local chunk cache (default: $LAZYCACHE_CACHE_DIR, ~/.cache/lazycache/chunks, "
-                                  "/var/cache/lazycache/chunks as root)");
+  args.option("cache-dir", "DIR",
+              "local chunk cache (default: $LAZYCACHE_CACHE_DIR, ~/.cache/lazycache/chunks, "
+              "/var/cache/lazycache/chunks as root)");
   args.option("cache-size", "SIZE", "chunk cache bound; least recently used frames are evicted", "10G");
   args.option("fetch-threads", "N", "range reads in flight", "16");
   args.option("read-timeout", "SECONDS", "a read waiting longer fails with EIO", "30");
   args.flag("read-only", "mount read-only: no upper directory, nothing for unmount --save to save");
   args.flag("writable", "make an --archive mount writable too (store entries are writable by default)");
-  args.option("upper-dir", "DIR", "where the mount's changes go (default: next to the chunk cache, "
-                                  "CACHE_DIR/../upper/mount-<daemon pid>)");
+  args.option("upper-dir", "DIR",
+              "where the mount's changes go (default: next to the chunk cache, "
+              "CACHE_DIR/../upper/mount-<daemon pid>)");
   args.flag("allow-other", "let other users read the mount (default when run as root)");
   args.flag("allow-nonempty", "mount over a directory that is not empty (its files are hidden, not lost, until unmount)");
   args.flag("json", "print one JSON object (docs/cli.md) instead of the outputs; the summary goes to stderr");
@@ -145,10 +147,10 @@ int run_mount(ArgParser& args) {
 
   std::shared_ptr<const ByteSource> source;
   ServeInfo info;
-  std::optional<SaveRecord> record;  // store entries only: what unmount --save needs
+  std::optional<SaveRecord> record;       // store entries only: what unmount --save needs
   std::optional<ResolvedEntry> resolved;  // store entries only: printed once the mounts serve
   std::string store_name;
-  std::string base_etag;             // of the entry mounted
+  std::string base_etag;  // of the entry mounted
   if (from_archive) {
     auto file = LocalFileSource::open(args.get("archive"));
     if (!file.ok()) return fail(file.error());
@@ -162,10 +164,11 @@ int run_mount(ArgParser& args) {
     if (!entry->match) {
       Status printed = print_key_outputs(*entry, !json);  // a miss is a complete answer: cache-hit=false
       if (!printed.ok()) return fail(printed);
-      if (json) std::cout << RestoreJson{.primary_key = entry->primary_key, .store = (*store)->describe(), .mode = "none"}.to_json() << "\n";
+      if (json)
+        std::cout << RestoreJson{.primary_key = entry->primary_key, .store = (*store)->describe(), .mode = "none"}.to_json() << "\n";
       if (args.has("fail-on-cache-miss")) {
-        return fail(Status(ErrorCode::kNotFound, "cache miss for key " + entry->primary_key + " in " + (*store)->describe() +
-                                                     " (--fail-on-cache-miss)"));
+        return fail(Status(ErrorCode::kNotFound,
+                           "cache miss for key " + entry->primary_key + " in " + (*store)->describe() + " (--fail-on-cache-miss)"));
       }
       for (const auto& p : paths) {
         Status s = fs::make_dirs(p);
@@ -226,16 +229,15 @@ int run_mount(ArgParser& args) {
 
   // Say why up front when this machine cannot mount (tools/fuse_probe.h), not a libfuse error.
   if (FuseProbeResult probe = probe_fuse({.trial_mount = false}); !probe.usable) {
-    return fail(Status(ErrorCode::kUnsupported, "FUSE cannot be used here: " + probe.reason +
-                                                    " (lazycache restore --mode auto extracts instead)"));
+    return fail(
+        Status(ErrorCode::kUnsupported, "FUSE cannot be used here: " + probe.reason + " (lazycache restore --mode auto extracts instead)"));
   }
   // Writable (the default): one overlay per mount point, its state under --upper-dir or next to
   // the chunk cache. Declared before `mounts`, so every mount is gone before its overlay.
   std::vector<std::unique_ptr<fs::Overlay>> overlays;
   const std::string cache_dir = args.has("cache-dir") ? args.get("cache-dir") : fs::ChunkCache::default_dir();
-  const std::string upper_base = args.has("upper-dir")
-                                     ? absolute_path(args.get("upper-dir"))
-                                     : absolute_path(cache_dir + "/..") + "/upper/mount-" + std::to_string(::getpid());
+  const std::string upper_base = args.has("upper-dir") ? absolute_path(args.get("upper-dir"))
+                                                       : absolute_path(cache_dir + "/..") + "/upper/mount-" + std::to_string(::getpid());
   std::vector<std::unique_ptr<fs::FuseMount>> mounts;
   for (const auto& pl : *placements) {
     Status s = fs::make_dirs(pl.path);
@@ -287,12 +289,12 @@ int run_mount(ArgParser& args) {
   for (const auto& m : mounts) {
     // The root path (and, with no PATH given, the mount point) come from the archive: quoted
     // when they hold control bytes, like every name lazycache prints.
-    human << "mounted " << format::quote_path_if_needed(filesystem.index().path(m->config().root)) << " of "
-              << info.archive << " at " << format::quote_path_if_needed(m->mountpoint()) << "\n";
+    human << "mounted " << format::quote_path_if_needed(filesystem.index().path(m->config().root)) << " of " << info.archive << " at "
+          << format::quote_path_if_needed(m->mountpoint()) << "\n";
   }
-  human << "  " << totals.file_count << " files, " << size_text(totals.file_bytes) << " in "
-            << size_text(source->size()) << "; ready after " << mount_reads << " range reads"
-            << (daemon->foreground() ? "" : "; daemon pid " + std::to_string(getpid())) << "\n";
+  human << "  " << totals.file_count << " files, " << size_text(totals.file_bytes) << " in " << size_text(source->size())
+        << "; ready after " << mount_reads << " range reads" << (daemon->foreground() ? "" : "; daemon pid " + std::to_string(getpid()))
+        << "\n";
   // The outputs only now that every mount serves: a failed mount must never tell the workflow
   // cache-hit=true.
   if (resolved) {
@@ -301,8 +303,16 @@ int run_mount(ArgParser& args) {
   }
   if (json) {
     const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started).count();
-    std::cout << RestoreJson{resolved ? resolved->primary_key : "", info.key, store_name, resolved && resolved->cache_hit(),
-                             "mount", totals.file_count, totals.file_bytes, source->size(), 0, static_cast<uint64_t>(ms)}
+    std::cout << RestoreJson{resolved ? resolved->primary_key : "",
+                             info.key,
+                             store_name,
+                             resolved && resolved->cache_hit(),
+                             "mount",
+                             totals.file_count,
+                             totals.file_bytes,
+                             source->size(),
+                             0,
+                             static_cast<uint64_t>(ms)}
                      .to_json()
               << std::endl;
   }

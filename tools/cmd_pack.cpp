@@ -63,8 +63,8 @@ int run_pack(ArgParser& args) {
     std::fprintf(stderr, "packed %llu files, %llu dirs, %llu symlinks, %llu hardlinks (%s) into %s: %s, %u frames, ratio %.2f, %.2f s\n",
                  static_cast<unsigned long long>(stats->files), static_cast<unsigned long long>(stats->dirs),
                  static_cast<unsigned long long>(stats->symlinks), static_cast<unsigned long long>(stats->hardlinks),
-                 human_bytes(stats->file_bytes).c_str(), args.get("output").c_str(), human_bytes(stats->archive_bytes).c_str(), stats->frames,
-                 ratio, stats->seconds);
+                 human_bytes(stats->file_bytes).c_str(), args.get("output").c_str(), human_bytes(stats->archive_bytes).c_str(),
+                 stats->frames, ratio, stats->seconds);
   }
   return kExitOk;
 }

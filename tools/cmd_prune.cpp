@@ -51,16 +51,15 @@ int run_prune(ArgParser& args) {
     if (!dry) {
       if (Status s = (*store)->remove(e.object.key); !s.ok()) return report_error("prune", s.with_context("deleting key " + e.key));
     }
-    std::cout << (dry ? "would delete" : "deleted") << " key " << e.key << (e.scope.empty() ? "" : " (scope " + e.scope + ")")
-              << ": " << human_bytes(e.object.size) << ", last used " << age_text(now - e.last_used_s) << " ago\n";
+    std::cout << (dry ? "would delete" : "deleted") << " key " << e.key << (e.scope.empty() ? "" : " (scope " + e.scope + ")") << ": "
+              << human_bytes(e.object.size) << ", last used " << age_text(now - e.last_used_s) << " ago\n";
     freed += e.object.size;
     ++removed;
   }
   for (const StoreEntry& e : *entries)
     if (!e.in_use_by.empty()) std::cerr << "lazycache prune: kept key " << e.key << ": mounted at " << e.in_use_by << "\n";
-  std::cerr << "lazycache prune: " << (dry ? "would remove " : "removed ") << removed << " of " << entries->size()
-            << " entries (" << human_bytes(freed) << "); " << human_bytes(total - freed) << " left in " << (*store)->describe()
-            << "\n";
+  std::cerr << "lazycache prune: " << (dry ? "would remove " : "removed ") << removed << " of " << entries->size() << " entries ("
+            << human_bytes(freed) << "); " << human_bytes(total - freed) << " left in " << (*store)->describe() << "\n";
   return kExitOk;
 }
 

@@ -72,8 +72,9 @@ int extract(const ArgParser& args, std::shared_ptr<remote::ObjectStore> store, c
   if (!printed.ok()) return report_error("restore", printed);
   double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   if (json) {
-    std::cout << RestoreJson{entry.primary_key, entry.match->key,  store->describe(), entry.cache_hit(), "extract",
-                             stats->files,      stats->file_bytes, source->size(),    stats->compressed_bytes_read,
+    std::cout << RestoreJson{entry.primary_key,        entry.match->key, store->describe(),
+                             entry.cache_hit(),        "extract",        stats->files,
+                             stats->file_bytes,        source->size(),   stats->compressed_bytes_read,
                              static_cast<uint64_t>(ms)}
                      .to_json()
               << "\n";
@@ -81,9 +82,9 @@ int extract(const ArgParser& args, std::shared_ptr<remote::ObjectStore> store, c
   }
   char rate[64];
   std::snprintf(rate, sizeof rate, "%.1f MiB in %.0f ms", static_cast<double>(stats->file_bytes) / (1 << 20), ms);
-  std::cout << "restored key " << entry.match->key << (entry.cache_hit() ? "" : " (restore key match)") << " from "
-            << store->describe() << ": " << stats->files << " files, " << rate << ", " << stats->frames_read << " frames in "
-            << source->requests() << " range requests (" << stats->concurrency << " x " << human_bytes(stats->part_size_bytes) << ")\n";
+  std::cout << "restored key " << entry.match->key << (entry.cache_hit() ? "" : " (restore key match)") << " from " << store->describe()
+            << ": " << stats->files << " files, " << rate << ", " << stats->frames_read << " frames in " << source->requests()
+            << " range requests (" << stats->concurrency << " x " << human_bytes(stats->part_size_bytes) << ")\n";
   return kExitOk;
 }
 
@@ -153,8 +154,7 @@ int run_restore(ArgParser& args) {
 }
 
 const CommandRegistration kRestore{"restore", "restore a cache entry by key: mount it, or extract it",
-                                   "--key KEY [--restore-keys PREFIX]... [--scope S] [--store URL] [--extract] [PATH...]",
-                                   run_restore};
+                                   "--key KEY [--restore-keys PREFIX]... [--scope S] [--store URL] [--extract] [PATH...]", run_restore};
 
 }  // namespace
 }  // namespace lazycache::cli

@@ -116,16 +116,25 @@ int run_save(ArgParser& args) {
     std::cerr << "lazycache save: warning: " << s.to_string() << "\n";
   if (json) {
     const auto t = (*store)->transfer_stats();
-    std::cout << SaveJson{key,           where, *object_key, true, stats->files, stats->file_bytes, stats->archive_bytes,
-                          stats->frames, static_cast<uint64_t>(seconds * 1000), t.requests, t.retries}
+    std::cout << SaveJson{key,
+                          where,
+                          *object_key,
+                          true,
+                          stats->files,
+                          stats->file_bytes,
+                          stats->archive_bytes,
+                          stats->frames,
+                          static_cast<uint64_t>(seconds * 1000),
+                          t.requests,
+                          t.retries}
                      .to_json()
               << "\n";
     return kExitOk;
   }
   if (quiet) return kExitOk;
-  std::cout << "saved key " << key << " to " << where << "/" << *object_key << ": " << stats->files << (stats->files == 1 ? " file, " : " files, ")
-            << human_bytes(stats->file_bytes) << " -> " << human_bytes(stats->archive_bytes) << " in " << stats->frames << " frames, "
-            << static_cast<int>(seconds * 1000) << " ms";
+  std::cout << "saved key " << key << " to " << where << "/" << *object_key << ": " << stats->files
+            << (stats->files == 1 ? " file, " : " files, ") << human_bytes(stats->file_bytes) << " -> " << human_bytes(stats->archive_bytes)
+            << " in " << stats->frames << " frames, " << static_cast<int>(seconds * 1000) << " ms";
   if (seconds > 0) std::cout << " (" << human_bytes(static_cast<uint64_t>(static_cast<double>(stats->archive_bytes) / seconds)) << "/s)";
   if (auto t = (*store)->transfer_stats(); t.requests > 0)
     std::cout << "; " << t.requests << " requests, up to " << t.max_in_flight << " at once, " << t.retries << " retries";

@@ -37,15 +37,13 @@ int run_status(ArgParser& args) {
   int rc = kExitOk;
   for (const auto& [path, d] : rows) {
     const bool stale = d && (is_stale_mount(path) || (!d->stopped && !daemon_alive(*d)));
-    const char* state = !d                                          ? "not-mounted"
-                       : stale                                      ? "stale"
-                       : d->stopped || !is_lazycache_mount(path)    ? "unmounted"
-                                                                    : "mounted";
+    const char* state = !d ? "not-mounted" : stale ? "stale" : d->stopped || !is_lazycache_mount(path) ? "unmounted" : "mounted";
     if (std::string(state) != "mounted") rc = kExitFailure;
     // A killed daemon's leftovers would otherwise be listed (and counted by unmount --all) forever.
     if (stale) {
       clean_stale(path);
-      std::cerr << "lazycache status: " << format::quote_path_if_needed(path) << ": daemon " << d->pid << " is gone; cleaned up its mount point and state\n";
+      std::cerr << "lazycache status: " << format::quote_path_if_needed(path) << ": daemon " << d->pid
+                << " is gone; cleaned up its mount point and state\n";
     }
     if (json) {
       std::cout << "{\"path\":\"" << json_escape(path) << "\",\"state\":\"" << state << "\"";
@@ -58,8 +56,8 @@ int run_status(ArgParser& args) {
       continue;
     }
     // The state file is redacted when written; redacting again covers files of older versions.
-    std::cout << format::quote_path_if_needed(path) << ": " << state << " from " << remote::redact_url(d->archive) << " (daemon pid " << d->pid << ")\n  "
-              << mount_summary(d->stats) << "\n";
+    std::cout << format::quote_path_if_needed(path) << ": " << state << " from " << remote::redact_url(d->archive) << " (daemon pid "
+              << d->pid << ")\n  " << mount_summary(d->stats) << "\n";
   }
   return rc;
 }

@@ -45,8 +45,7 @@ std::string joined(const std::vector<std::string>& paths) {
   ::dup2(null, 1);  // a caller reading our stdout ($(lazycache trace start ...)) must not wait for us
   ::dup2(log >= 0 ? log : null, 2);
   char byte;
-  while (::read(go, &byte, 1) > 0) {
-  }
+  while (::read(go, &byte, 1) > 0) {}
   ::close(go);
   // O_RDWR: the FIFO never reads as closed (POLLHUP) between two writers.
   UniqueFd stop(::open(info.stop_file().c_str(), O_RDWR | O_NONBLOCK | O_CLOEXEC));
@@ -145,9 +144,8 @@ int trace_stop(const std::vector<std::string>& paths, bool discard) {
     if (discard) {
       std::cout << "stopped tracer " << t.pid << " of " << joined(t.paths) << " and discarded its list\n";
     } else {
-      std::cout << "stopped tracer " << t.pid << " of " << joined(t.paths) << ": " << read_trace_list(t).size()
-                << " files read, in " << t.list_file() << " (" << t.events << " events, " << t.events_in_paths
-                << " under the traced paths)\n";
+      std::cout << "stopped tracer " << t.pid << " of " << joined(t.paths) << ": " << read_trace_list(t).size() << " files read, in "
+                << t.list_file() << " (" << t.events << " events, " << t.events_in_paths << " under the traced paths)\n";
     }
   }
   return code;

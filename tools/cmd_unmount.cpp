@@ -62,12 +62,14 @@ void report_unmount_failure(const std::string& path, const Status& s, bool was_s
 }
 
 int run_unmount(ArgParser& args) {
-  args.flag("all", "unmount every mount started with this run directory ($LAZYCACHE_RUN_DIR, else /run/lazycache as "
-                   "root, $XDG_RUNTIME_DIR/lazycache, /tmp/lazycache-UID)");
+  args.flag("all",
+            "unmount every mount started with this run directory ($LAZYCACHE_RUN_DIR, else /run/lazycache as "
+            "root, $XDG_RUNTIME_DIR/lazycache, /tmp/lazycache-UID)");
   args.flag("lazy", "detach even while files are open; the daemon exits when the last one closes");
   args.flag("json", "print the figures as one JSON object per mount point");
-  args.flag("save", "first save what changed under the primary key mount recorded (docs/writable.md); "
-                    "a path whose save fails stays mounted");
+  args.flag("save",
+            "first save what changed under the primary key mount recorded (docs/writable.md); "
+            "a path whose save fails stays mounted");
   int code = 0;
   if (!args.parse(code)) return code;
   std::vector<std::string> paths;
@@ -88,7 +90,7 @@ int run_unmount(ArgParser& args) {
     rc = saved.exit_code;
   }
   auto contains = [](const std::vector<std::string>& v, const std::string& x) { return std::find(v.begin(), v.end(), x) != v.end(); };
-  std::vector<std::string> gone;  // no longer mounted: their saved state may be removed
+  std::vector<std::string> gone;   // no longer mounted: their saved state may be removed
   std::vector<DaemonState> ended;  // daemons that exited here: their run files go at the end
   for (const auto& path : paths) {
     if (contains(saved.keep_mounted, path)) continue;

@@ -21,12 +21,13 @@ int run_verify(ArgParser& args) {
   const auto& idx = in->reader->index();
   Progress progress("verify", args.has("quiet"));
   auto n = static_cast<uint64_t>(idx.frames().size());
-  auto stats = format::verify_archive(*in->reader, [&](uint32_t done) { progress.update(0, 0, 0, 0, "frame " + std::to_string(done) + "/" + std::to_string(n)); });
+  auto stats = format::verify_archive(
+      *in->reader, [&](uint32_t done) { progress.update(0, 0, 0, 0, "frame " + std::to_string(done) + "/" + std::to_string(n)); });
   progress.finish();
   if (!stats.ok()) return report_error("verify", stats.error());
   if (!args.has("quiet"))
-    std::printf("ok: %u frames, %llu tar members, %s of tar stream verified\n", stats->frames, static_cast<unsigned long long>(stats->members),
-                human_bytes(stats->uncompressed_bytes).c_str());
+    std::printf("ok: %u frames, %llu tar members, %s of tar stream verified\n", stats->frames,
+                static_cast<unsigned long long>(stats->members), human_bytes(stats->uncompressed_bytes).c_str());
   return kExitOk;
 }
 

@@ -62,9 +62,7 @@ void ArgParser::option(const std::string& name, const std::string& value_name, c
 void ArgParser::multi(const std::string& name, const std::string& value_name, const std::string& help) {
   specs_.push_back(Spec{name, value_name, help, true, true, std::nullopt});
 }
-void ArgParser::alias(const std::string& short_name, const std::string& long_name) {
-  aliases_[short_name] = long_name;
-}
+void ArgParser::alias(const std::string& short_name, const std::string& long_name) { aliases_[short_name] = long_name; }
 
 const ArgParser::Spec* ArgParser::find(const std::string& name) const {
   for (const auto& s : specs_)
@@ -168,8 +166,7 @@ Result<uint64_t> parse_size_text(std::string_view v, std::string_view what) {
   else if (suffix == "G" || suffix == "GiB") mult = 1ull << 30;
   else digits = 0;
   if (digits == 0 || digits > 15)
-    return Status(ErrorCode::kInvalidArgument,
-                  std::string(what) + ": expected a size like 4M or 65536, got '" + std::string(v) + "'");
+    return Status(ErrorCode::kInvalidArgument, std::string(what) + ": expected a size like 4M or 65536, got '" + std::string(v) + "'");
   return std::stoull(std::string(v.substr(0, digits))) * mult;
 }
 

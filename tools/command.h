@@ -18,9 +18,9 @@ namespace lazycache::cli {
 
 // Exit codes (one table for the whole CLI; documented in docs/cli.md).
 inline constexpr int kExitOk = 0;
-inline constexpr int kExitFailure = 1;    // the operation failed (message on stderr)
-inline constexpr int kExitUsage = 2;      // bad command line
-inline constexpr int kExitNotFound = 3;   // cache miss with --fail-on-cache-miss, missing entry
+inline constexpr int kExitFailure = 1;   // the operation failed (message on stderr)
+inline constexpr int kExitUsage = 2;     // bad command line
+inline constexpr int kExitNotFound = 3;  // cache miss with --fail-on-cache-miss, missing entry
 int exit_code_for(const Status& status);
 
 // A small declarative option parser: declare options, then parse(). Accepts "--opt value",
@@ -30,11 +30,11 @@ class ArgParser {
   ArgParser(std::string command, std::string usage, std::vector<std::string> args);
 
   // Declarations (call before parse()).
-  void flag(const std::string& name, const std::string& help);                 // --name
+  void flag(const std::string& name, const std::string& help);  // --name
   void option(const std::string& name, const std::string& value_name, const std::string& help,
-              std::optional<std::string> default_value = std::nullopt);       // --name VALUE
+              std::optional<std::string> default_value = std::nullopt);                         // --name VALUE
   void multi(const std::string& name, const std::string& value_name, const std::string& help);  // repeatable
-  void alias(const std::string& short_name, const std::string& long_name);   // "-o" -> "output"
+  void alias(const std::string& short_name, const std::string& long_name);                      // "-o" -> "output"
   // Accepted but left out of --help (options a command takes only so that scripts can pass one
   // set of store options to every command).
   void hide(const std::string& name);

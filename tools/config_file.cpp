@@ -24,8 +24,7 @@ bool valid_name(const std::string& k) {
 }
 
 bool allowed_key(const std::string& k) {
-  static const char* const kAws[] = {"AWS_REGION", "AWS_DEFAULT_REGION", "AWS_PROFILE", "AWS_ENDPOINT_URL",
-                                     "AWS_ENDPOINT_URL_S3"};
+  static const char* const kAws[] = {"AWS_REGION", "AWS_DEFAULT_REGION", "AWS_PROFILE", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3"};
   if (k.rfind("LAZYCACHE_", 0) == 0) return k != "LAZYCACHE_CONFIG";
   for (const char* a : kAws)
     if (k == a) return true;
@@ -34,8 +33,7 @@ bool allowed_key(const std::string& k) {
 
 }  // namespace
 
-Result<std::vector<std::pair<std::string, std::string>>> parse_config(const std::string& text,
-                                                                      const std::string& path) {
+Result<std::vector<std::pair<std::string, std::string>>> parse_config(const std::string& text, const std::string& path) {
   std::vector<std::pair<std::string, std::string>> out;
   std::istringstream in(text);
   std::string line;
@@ -51,16 +49,15 @@ Result<std::vector<std::pair<std::string, std::string>>> parse_config(const std:
     std::string value = trim(t.substr(eq + 1));
     if (key.rfind("export ", 0) == 0) key = trim(key.substr(7));
     if (!valid_name(key)) return Status(ErrorCode::kInvalidArgument, where + "'" + key + "' is not a variable name");
-    if (key.find("SECRET") != std::string::npos || key.find("TOKEN") != std::string::npos ||
-        key == "AWS_ACCESS_KEY_ID") {
-      return Status(ErrorCode::kInvalidArgument,
-                    where + key + ": credentials do not belong in this world-readable file; use the environment "
-                            "or ~/.aws/credentials");
+    if (key.find("SECRET") != std::string::npos || key.find("TOKEN") != std::string::npos || key == "AWS_ACCESS_KEY_ID") {
+      return Status(ErrorCode::kInvalidArgument, where + key +
+                                                     ": credentials do not belong in this world-readable file; use the environment "
+                                                     "or ~/.aws/credentials");
     }
     if (!allowed_key(key)) {
-      return Status(ErrorCode::kInvalidArgument,
-                    where + "unknown setting " + key + " (allowed: LAZYCACHE_*, AWS_REGION, AWS_DEFAULT_REGION, "
-                            "AWS_PROFILE, AWS_ENDPOINT_URL, AWS_ENDPOINT_URL_S3)");
+      return Status(ErrorCode::kInvalidArgument, where + "unknown setting " + key +
+                                                     " (allowed: LAZYCACHE_*, AWS_REGION, AWS_DEFAULT_REGION, "
+                                                     "AWS_PROFILE, AWS_ENDPOINT_URL, AWS_ENDPOINT_URL_S3)");
     }
     if (value.size() >= 2 && (value.front() == '"' || value.front() == '\'') && value.back() == value.front()) {
       value = value.substr(1, value.size() - 2);

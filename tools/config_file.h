@@ -25,8 +25,7 @@ inline constexpr const char* kDefaultConfigPath = "/etc/lazycache/config";
 
 // Parses `text` (the contents of `path`, used in messages). Errors (kInvalidArgument) name
 // "path:line" and what is wrong; nothing is applied when any line is bad.
-Result<std::vector<std::pair<std::string, std::string>>> parse_config(const std::string& text,
-                                                                      const std::string& path);
+Result<std::vector<std::pair<std::string, std::string>>> parse_config(const std::string& text, const std::string& path);
 
 // Reads the file named by LAZYCACHE_CONFIG (default kDefaultConfigPath) and sets each key that
 // is not already in the environment. A missing default file is not an error; a missing file

@@ -9,9 +9,15 @@ namespace lazycache::cli {
 
 const std::vector<std::string>& known_environment_variables() {
   static const std::vector<std::string> known = {
-      "LAZYCACHE_STORE",     "LAZYCACHE_CACHE_DIR", "LAZYCACHE_RUN_DIR",
-      "LAZYCACHE_CONFIG",    "LAZYCACHE_BIN",       "LAZYCACHE_PROGRESS_INTERVAL",
-      "LAZYCACHE_STORE_COPY", "LAZYCACHE_STORE_MAX_SIZE", "LAZYCACHE_SAVE_CROSSCHECK",
+      "LAZYCACHE_STORE",
+      "LAZYCACHE_CACHE_DIR",
+      "LAZYCACHE_RUN_DIR",
+      "LAZYCACHE_CONFIG",
+      "LAZYCACHE_BIN",
+      "LAZYCACHE_PROGRESS_INTERVAL",
+      "LAZYCACHE_STORE_COPY",
+      "LAZYCACHE_STORE_MAX_SIZE",
+      "LAZYCACHE_SAVE_CROSSCHECK",
   };
   return known;
 }

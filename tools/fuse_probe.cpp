@@ -11,7 +11,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <fstream>
 #include <sstream>
 
 namespace lazycache::cli {
@@ -69,13 +68,11 @@ std::string trial_mount(int fd) {
   std::string opts = "fd=" + std::to_string(fd) + ",rootmode=40000,user_id=" + std::to_string(geteuid()) +
                      ",group_id=" + std::to_string(getegid());
   std::string reason;
-  if (mount("lazycache-probe", dir.c_str(), "fuse.lazycache-probe", MS_NOSUID | MS_NODEV | MS_RDONLY,
-            opts.c_str()) != 0) {
+  if (mount("lazycache-probe", dir.c_str(), "fuse.lazycache-probe", MS_NOSUID | MS_NODEV | MS_RDONLY, opts.c_str()) != 0) {
     int err = errno;
     reason = "mount(2) of a FUSE filesystem was refused: " + errno_text(err) +
-             (err == EPERM || err == EACCES
-                  ? " (a container without the mount permission, or an AppArmor/seccomp profile that denies it)"
-                  : "");
+             (err == EPERM || err == EACCES ? " (a container without the mount permission, or an AppArmor/seccomp profile that denies it)"
+                                            : "");
   } else if (umount2(dir.c_str(), MNT_DETACH) != 0) {
     reason = "the FUSE trial mount on " + dir + " could not be detached: " + errno_text(errno);
   }
@@ -112,9 +109,8 @@ FuseProbeResult probe_fuse(const FuseProbeOptions& options) {
     return r;
   }
   if (!S_ISCHR(st.st_mode) || major(st.st_rdev) != kFuseMajor || minor(st.st_rdev) != kFuseMinor) {
-    std::string what = S_ISCHR(st.st_mode)
-                           ? "char " + std::to_string(major(st.st_rdev)) + ":" + std::to_string(minor(st.st_rdev))
-                           : "not a character device";
+    std::string what = S_ISCHR(st.st_mode) ? "char " + std::to_string(major(st.st_rdev)) + ":" + std::to_string(minor(st.st_rdev))
+                                           : "not a character device";
     r.reason = dev + " is not the FUSE device (" + what + "; something is bind-mounted over it)";
     return r;
   }
@@ -142,7 +138,8 @@ FuseProbeResult probe_fuse(const FuseProbeOptions& options) {
   std::string search = !options.search_path.empty() ? options.search_path : (env_path ? env_path : "");
   std::string fusermount = find_in_path("fusermount3", search);
   if (fusermount.empty()) {
-    r.reason = "fusermount3 is not in PATH (" + search + ") and this process lacks CAP_SYS_ADMIN to mount by itself "
+    r.reason = "fusermount3 is not in PATH (" + search +
+               ") and this process lacks CAP_SYS_ADMIN to mount by itself "
                "(install the fuse3 package)";
     return r;
   }
@@ -152,8 +149,10 @@ FuseProbeResult probe_fuse(const FuseProbeOptions& options) {
     return r;
   }
   if (proc_status_field("NoNewPrivs") == "1") {
-    r.reason = "this process runs with no_new_privs (systemd NoNewPrivileges=, or a container option), "
-               "so the set-uid " + fusermount + " cannot gain the privilege to mount";
+    r.reason =
+        "this process runs with no_new_privs (systemd NoNewPrivileges=, or a container option), "
+        "so the set-uid " +
+        fusermount + " cannot gain the privilege to mount";
     return r;
   }
   r.method = "fusermount3 at " + fusermount;

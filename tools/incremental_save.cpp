@@ -4,17 +4,17 @@
 #include <sys/stat.h>
 
 #include <atomic>
-#include <iostream>
 #include <cstdlib>
+#include <iostream>
 #include <optional>
 #include <set>
 #include <thread>
 
 #include "format/archive.h"
+#include "format/pack_order.h"
 #include "fs/chunk_cache.h"
 #include "fs/overlay_changes.h"
 #include "fs/overlay_tree.h"
-#include "format/pack_order.h"
 #include "remote/cache_keys.h"
 #include "remote/upload_sink.h"
 #include "tools/mount_state.h"
@@ -96,9 +96,8 @@ std::vector<format::PackRoot> save_roots(const std::vector<SaveRecord>& records)
   return roots;
 }
 
-Result<IncrementalSaveCounts> save_incremental(const std::vector<SaveRecord>& records,
-                                               std::shared_ptr<remote::ObjectStore> store, const std::string& new_key,
-                                               const remote::PutOptions& put, const format::PackConfig& pack) {
+Result<IncrementalSaveCounts> save_incremental(const std::vector<SaveRecord>& records, std::shared_ptr<remote::ObjectStore> store,
+                                               const std::string& new_key, const remote::PutOptions& put, const format::PackConfig& pack) {
   LC_ASSIGN_OR_RETURN(std::string key, mounted_key(records));
   LC_ASSIGN_OR_RETURN(std::string object_key, remote::entry_object_key(records.front().scope, key));
   auto object = store->head(object_key);
@@ -125,8 +124,7 @@ Result<IncrementalSaveCounts> save_incremental(const std::vector<SaveRecord>& re
     for (const auto& rel : listed) changed.insert(prefix + "/" + rel);
     counts.changed_paths += listed.size();
   }
-  if (!any_in_base)
-    return Status(ErrorCode::kUnsupported, "the mounted entry holds none of the saved paths (restored elsewhere)");
+  if (!any_in_base) return Status(ErrorCode::kUnsupported, "the mounted entry holds none of the saved paths (restored elsewhere)");
 
   auto cache = existing_chunk_cache(records.front().cache_dir);
   std::atomic<uint32_t> from_cache{0}, from_store{0};
@@ -153,8 +151,7 @@ Result<IncrementalSaveCounts> save_incremental(const std::vector<SaveRecord>& re
       auto span = std::as_writable_bytes(std::span<char>(dst, frames[f].compressed_size));
       if (!misses.empty() && misses.back().offset + misses.back().out.size() == frames[f].compressed_offset)
         misses.back().out = std::span<std::byte>(misses.back().out.data(), misses.back().out.size() + span.size());
-      else
-        misses.push_back(ReadRequest{frames[f].compressed_offset, span, 0});
+      else misses.push_back(ReadRequest{frames[f].compressed_offset, span, 0});
     }
     if (!misses.empty()) LC_RETURN_IF_ERROR(source->read_ranges(misses).with_context("reading base frames from " + source->describe()));
     for (const auto& m : misses)

@@ -46,9 +46,9 @@ struct IncrementalSaveCounts {
 // packs the whole view instead; kCancelled (its message: why) when a full pack costs less
 // (tools/save_chooser.h), also before anything is written. Later errors: those of write_incremental_archive and the upload
 // (kAlreadyExists for a key that appeared meanwhile).
-Result<IncrementalSaveCounts> save_incremental(const std::vector<SaveRecord>& records,
-                                               std::shared_ptr<remote::ObjectStore> store, const std::string& object_key,
-                                               const remote::PutOptions& put, const format::PackConfig& pack);
+Result<IncrementalSaveCounts> save_incremental(const std::vector<SaveRecord>& records, std::shared_ptr<remote::ObjectStore> store,
+                                               const std::string& object_key, const remote::PutOptions& put,
+                                               const format::PackConfig& pack);
 
 // LAZYCACHE_SAVE_CROSSCHECK=1 (the writable tests set it): the tree an incremental save builds
 // from the base index and upper/ is compared with a scan of the mounts, and a difference fails

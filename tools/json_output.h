@@ -46,11 +46,11 @@ struct SaveJson {
 // `restore --json` and `mount --json`.
 struct RestoreJson {
   std::string primary_key, matched_key, store;
-  bool cache_hit = false;         // exact match of the primary key
-  std::string mode;               // "extract", "mount" or "none" (a miss)
+  bool cache_hit = false;  // exact match of the primary key
+  std::string mode;        // "extract", "mount" or "none" (a miss)
   uint64_t files = 0, file_bytes = 0;
-  uint64_t entry_bytes = 0;       // the archive's size in the store
-  uint64_t bytes_fetched = 0;     // read from the store so far (extract: all of it; mount: at mount)
+  uint64_t entry_bytes = 0;    // the archive's size in the store
+  uint64_t bytes_fetched = 0;  // read from the store so far (extract: all of it; mount: at mount)
   uint64_t ms = 0;
   std::string to_json() const;
   // "exact", "partial" (a restore-keys match) or "miss".

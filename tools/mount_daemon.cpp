@@ -2,9 +2,9 @@
 #include "tools/mount_daemon.h"
 
 #include <fcntl.h>
-#include <sys/stat.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -93,12 +93,11 @@ int relay_child_startup(int out_fd, int err_fd, int status_fd, pid_t child) {
   }
   unsigned char code = 0;
   ssize_t n;
-  while ((n = ::read(status_fd, &code, 1)) < 0 && errno == EINTR) {
-  }
+  while ((n = ::read(status_fd, &code, 1)) < 0 && errno == EINTR) {}
   ::close(status_fd);
   if (n != 1) {
-    std::cerr << "lazycache mount: the mount daemon (pid " << child << ") exited during startup; see "
-              << run_dir() << "/mount-" << child << ".log\n";
+    std::cerr << "lazycache mount: the mount daemon (pid " << child << ") exited during startup; see " << run_dir() << "/mount-" << child
+              << ".log\n";
     return 1;
   }
   return code;
@@ -123,7 +122,8 @@ struct Daemonizer::StartupWatch {
         std::lock_guard lock(mu);
         std::cerr << "lazycache mount: interrupted by " << signal_name(sig) << " while starting"
                   << (mounted.empty() ? "; nothing was mounted" : "; detaching what was mounted") << "\n";
-        for (const auto& m : mounted) ignore_error(unmount_path(m, /*lazy=*/true), "exiting anyway; a stale mount is cleaned by the next mount");
+        for (const auto& m : mounted)
+          ignore_error(unmount_path(m, /*lazy=*/true), "exiting anyway; a stale mount is cleaned by the next mount");
         std::cerr.flush();
         std::_Exit(interrupted_exit_code(sig));
       }

@@ -115,7 +115,8 @@ std::string describe_holders(const std::vector<MountHolder>& holders, size_t max
 }
 
 std::string busy_advice(const std::string& mountpoint) {
-  return "find what holds it with `fuser -vm " + mountpoint + "`, close those files or leave the directory, then run the "
+  return "find what holds it with `fuser -vm " + mountpoint +
+         "`, close those files or leave the directory, then run the "
          "same unmount again";
 }
 

@@ -31,7 +31,8 @@ std::string run_dir() {
 
 std::string DaemonState::to_text() const {
   std::ostringstream out;
-  out << "pid=" << pid << "\nstart=" << start_ticks << "\nseq=" << seq << "\nstate=" << (stopped ? "stopped" : "running") << "\narchive=" << archive << "\nkey=" << key << "\n";
+  out << "pid=" << pid << "\nstart=" << start_ticks << "\nseq=" << seq << "\nstate=" << (stopped ? "stopped" : "running")
+      << "\narchive=" << archive << "\nkey=" << key << "\n";
   for (const auto& m : mountpoints) out << "mountpoint=" << m << "\n";
   out << stats.to_text();
   return out.str();
@@ -195,8 +196,9 @@ Status unmount_path(const std::string& path, bool lazy) {
   if (geteuid() == 0) {
     if (::umount2(path.c_str(), lazy ? MNT_DETACH : 0) == 0) return Status();
     if (errno == EBUSY) {
-      return Status(ErrorCode::kPreconditionFailed, path + " is busy: a process has a file open or its working directory below it "
-                                                    "(close them, or use --lazy to detach now and finish when they close)");
+      return Status(ErrorCode::kPreconditionFailed, path +
+                                                        " is busy: a process has a file open or its working directory below it "
+                                                        "(close them, or use --lazy to detach now and finish when they close)");
     }
     return errno_status("unmount " + path);
   }
@@ -211,8 +213,7 @@ Status unmount_path(const std::string& path, bool lazy) {
     return Status(ErrorCode::kIo, "cannot run fusermount3 to unmount " + path);
   }
   int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return Status();
   return Status(ErrorCode::kPreconditionFailed, "fusermount3 -u " + path + " failed (busy? use --lazy)");
 }
@@ -243,15 +244,16 @@ std::string size_text(uint64_t bytes) {
 
 std::string mount_summary(const fs::MountStats& s) {
   char pct[32];
-  std::snprintf(pct, sizeof(pct), "%.1f%%", s.archive_bytes ? 100.0 * static_cast<double>(s.store_bytes) / static_cast<double>(s.archive_bytes) : 0.0);
+  std::snprintf(pct, sizeof(pct), "%.1f%%",
+                s.archive_bytes ? 100.0 * static_cast<double>(s.store_bytes) / static_cast<double>(s.archive_bytes) : 0.0);
   char secs[32];
   std::snprintf(secs, sizeof(secs), "%.1f s", s.uptime_seconds);
   std::ostringstream out;
   out << "fetched " << size_text(s.store_bytes) << " of " << size_text(s.archive_bytes) << " (" << pct << "; "
       << size_text(s.on_demand_bytes) << " on demand, " << size_text(s.fill_bytes) << " by prefetch and fill of "
-      << size_text(s.fill_target_bytes) << " queued) in " << s.store_range_reads << " range reads (+" << s.mount_range_reads << " at mount); frames: " << s.frames_from_store
-      << " from the store, " << s.frames_from_chunk_cache << " chunk-cache hits, " << s.frames_from_memory
-      << " memory hits, " << s.prefetched_frames << " prefetched; " << s.files_opened << " files opened, "
+      << size_text(s.fill_target_bytes) << " queued) in " << s.store_range_reads << " range reads (+" << s.mount_range_reads
+      << " at mount); frames: " << s.frames_from_store << " from the store, " << s.frames_from_chunk_cache << " chunk-cache hits, "
+      << s.frames_from_memory << " memory hits, " << s.prefetched_frames << " prefetched; " << s.files_opened << " files opened, "
       << size_text(s.bytes_served) << " served";
   if (s.read_errors || s.fetch_errors) out << "; " << s.read_errors << " read errors (" << s.read_timeouts << " timeouts)";
   out << "; " << secs;

@@ -9,11 +9,11 @@
 namespace lazycache::cli {
 
 struct MountEntry {
-  int mount_id = 0;          // field 1: what /proc/PID/fdinfo/N calls mnt_id
-  unsigned dev_major = 0;    // field 3, "major:minor": the st_dev of files on the mount
+  int mount_id = 0;        // field 1: what /proc/PID/fdinfo/N calls mnt_id
+  unsigned dev_major = 0;  // field 3, "major:minor": the st_dev of files on the mount
   unsigned dev_minor = 0;
-  std::string mountpoint;    // field 5, unescaped (mountinfo writes space, tab, \n, \ as \ooo)
-  std::string fstype;        // the first field after " - ", e.g. "fuse.lazycache"
+  std::string mountpoint;  // field 5, unescaped (mountinfo writes space, tab, \n, \ as \ooo)
+  std::string fstype;      // the first field after " - ", e.g. "fuse.lazycache"
 };
 
 // Every entry of /proc/self/mountinfo, in the kernel's order; empty if it cannot be read.

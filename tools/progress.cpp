@@ -23,8 +23,8 @@ std::string human_bytes(uint64_t bytes) {
   return buf;
 }
 
-std::string progress_line(const std::string& label, uint64_t files_done, uint64_t files_total, uint64_t bytes_done,
-                          uint64_t bytes_total, double elapsed_seconds, const std::string& extra) {
+std::string progress_line(const std::string& label, uint64_t files_done, uint64_t files_total, uint64_t bytes_done, uint64_t bytes_total,
+                          double elapsed_seconds, const std::string& extra) {
   if (bytes_done == 0 && bytes_total == 0) {  // a count only (verify's frames)
     std::string line = label + ":";
     if (files_total > 0) line += " files " + std::to_string(files_done) + "/" + std::to_string(files_total);

@@ -37,8 +37,8 @@ class Progress {
 
 // One progress line (pure, for tests): "LABEL: 48.0 MiB of 120.0 MiB (40%), 12.3 MiB/s, ETA 6 s;
 // files 1200/3000; EXTRA". Without a total: "LABEL: 48.0 MiB, 12.3 MiB/s; ...".
-std::string progress_line(const std::string& label, uint64_t files_done, uint64_t files_total, uint64_t bytes_done,
-                          uint64_t bytes_total, double elapsed_seconds, const std::string& extra);
+std::string progress_line(const std::string& label, uint64_t files_done, uint64_t files_total, uint64_t bytes_done, uint64_t bytes_total,
+                          double elapsed_seconds, const std::string& extra);
 
 // "1.5 MiB", "312 B".
 std::string human_bytes(uint64_t bytes);

@@ -27,8 +27,6 @@ Status make_run_dir() {
   return Status();
 }
 
-Status write_run_file(const std::string& path, const std::string& content) {
-  return fs::replace_file(path, content, kRunFileMode);
-}
+Status write_run_file(const std::string& path, const std::string& content) { return fs::replace_file(path, content, kRunFileMode); }
 
 }  // namespace lazycache::cli

@@ -50,14 +50,17 @@ SaveChoice choose_save(const format::IncrementalEstimate& est, const SaveCostMod
   } else if (c.reuse_s - c.full_s < std::max(model.full_pack_min_saving_s, model.full_pack_min_saving_fraction * c.reuse_s)) {
     c.choice = IncrementalChoice::kReuse;
     if (est.relayout)
-      std::snprintf(line, sizeof line, "reuse, keeping the layout (est. %.2f s; relayout %.2f s would cost more than the full pack, %.2f s)",
-                    c.reuse_s, c.relayout_s, c.full_s);
-    else
-      std::snprintf(line, sizeof line, "reuse (est. %.2f s; full pack %.2f s)", c.reuse_s, c.full_s);
+      std::snprintf(line, sizeof line,
+                    "reuse, keeping the layout (est. %.2f s; relayout %.2f s would cost more than the full pack, %.2f s)", c.reuse_s,
+                    c.relayout_s, c.full_s);
+    else std::snprintf(line, sizeof line, "reuse (est. %.2f s; full pack %.2f s)", c.reuse_s, c.full_s);
   } else {
     c.choice = IncrementalChoice::kFullPack;
-    std::snprintf(line, sizeof line, "full pack, it costs less than building on the mounted entry (est. %.2f s; reuse %.2f s, %.1f %% of the tree to compress again)",
-                  c.full_s, c.reuse_s, est.tree_tar_bytes ? 100.0 * static_cast<double>(est.reuse.fresh_tar_bytes) / static_cast<double>(est.tree_tar_bytes) : 0.0);
+    std::snprintf(
+        line, sizeof line,
+        "full pack, it costs less than building on the mounted entry (est. %.2f s; reuse %.2f s, %.1f %% of the tree to compress again)",
+        c.full_s, c.reuse_s,
+        est.tree_tar_bytes ? 100.0 * static_cast<double>(est.reuse.fresh_tar_bytes) / static_cast<double>(est.tree_tar_bytes) : 0.0);
   }
   c.why = line;
   return c;

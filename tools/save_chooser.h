@@ -34,7 +34,7 @@ struct SaveCostModel {
 struct SaveChoice {
   format::IncrementalChoice choice = format::IncrementalChoice::kReuse;
   double reuse_s = 0, relayout_s = 0, full_s = 0;  // the estimates (relayout_s 0: none planned)
-  std::string why;  // "reuse: est. 0.4 s, full pack 3.1 s" and the like, for the save line
+  std::string why;                                 // "reuse: est. 0.4 s, full pack 3.1 s" and the like, for the save line
 };
 
 // The model for this machine: `threads` cores, the default rates.

@@ -25,8 +25,11 @@ constexpr std::pair<std::string_view, const char*> kSecretSources[] = {
 std::string SaveRecord::to_text() const {
   std::ostringstream out;
   out << "path=" << path << "\nprimary_key=" << primary_key << "\nscope=" << scope << "\nexact_hit=" << (exact_hit ? 1 : 0)
-      << "\npid=" << pid << "\nstate_dir=" << state_dir << "\ncache_dir=" << cache_dir
-      << "\nxattrs=" << (xattrs == format::XattrSet::kStored ? "stored" : xattrs == format::XattrSet::kNone ? "none" : "user") << "\n";
+      << "\npid=" << pid << "\nstate_dir=" << state_dir << "\ncache_dir=" << cache_dir << "\nxattrs="
+      << (xattrs == format::XattrSet::kStored ? "stored"
+          : xattrs == format::XattrSet::kNone ? "none"
+                                              : "user")
+      << "\n";
   if (!base_etag.empty()) out << "base_etag=" << base_etag << "\n";
   if (!base_member.empty()) out << "base_member=" << base_member << "\n";
   for (const auto& a : store_args) out << "store_arg=" << a << "\n";
@@ -51,7 +54,8 @@ Result<SaveRecord> SaveRecord::parse(const std::string& text) {
     else if (k == "base_etag") r.base_etag = v;
     else if (k == "base_member") r.base_member = v;
     else if (k == "store_arg") r.store_args.push_back(v);
-    else if (k == "xattrs") r.xattrs = v == "stored" ? format::XattrSet::kStored : v == "none" ? format::XattrSet::kNone : format::XattrSet::kUser;
+    else if (k == "xattrs")
+      r.xattrs = v == "stored" ? format::XattrSet::kStored : v == "none" ? format::XattrSet::kNone : format::XattrSet::kUser;
   }
   if (r.path.empty() || r.primary_key.empty()) return Status(ErrorCode::kCorrupt, "save record without a path or key");
   return r;

@@ -19,12 +19,12 @@ namespace lazycache::cli {
 // plain directory and no daemon runs). No credentials: store options only (URLs, flags, sizes),
 // and the URLs redacted (remote::redact_url: no userinfo, no signature or token parameters).
 struct SaveRecord {
-  std::string path;         // absolute mount point
-  std::string primary_key;  // --key
-  std::string scope;        // --scope
-  bool exact_hit = false;   // the mounted entry is the primary key itself
-  pid_t pid = 0;            // the mount daemon; 0 on a miss
-  std::string state_dir;    // the overlay's state (upper/ + work/); empty on a miss or --read-only
+  std::string path;                     // absolute mount point
+  std::string primary_key;              // --key
+  std::string scope;                    // --scope
+  bool exact_hit = false;               // the mounted entry is the primary key itself
+  pid_t pid = 0;                        // the mount daemon; 0 on a miss
+  std::string state_dir;                // the overlay's state (upper/ + work/); empty on a miss or --read-only
   std::vector<std::string> store_args;  // "--store=URL", "--path-style", ... as given to mount
   std::string cache_dir;                // the daemon's chunk cache (absolute); empty: the default
   // The xattrs a save of this path stores (see xattrs_to_keep). Records without the line (older

@@ -13,8 +13,7 @@ std::string store_problem(const Status& error) {
   auto has = [&m](const char* s) { return m.find(s) != std::string::npos; };
   switch (error.code()) {
     case ErrorCode::kInvalidArgument: return "the store URL or an option is invalid";
-    case ErrorCode::kNotFound:
-      return has("NoSuchBucket") ? "the bucket does not exist" : "the store (bucket or directory) does not exist";
+    case ErrorCode::kNotFound: return has("NoSuchBucket") ? "the bucket does not exist" : "the store (bucket or directory) does not exist";
     case ErrorCode::kPermissionDenied:
       if (has("credentials") && !has("HTTP")) return "no S3 credentials found (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or AWS_PROFILE)";
       if (has("InvalidAccessKeyId")) return "the store does not know the access key (AWS_ACCESS_KEY_ID)";

@@ -12,7 +12,7 @@
 namespace lazycache::cli {
 
 struct StoreCheck {
-  std::string store;    // the URL, redacted
+  std::string store;  // the URL, redacted
   bool ok = false;
   std::string problem;  // what is wrong, in words ("the bucket does not exist"); "" when ok
   std::string detail;   // the error as the store reported it

@@ -28,17 +28,17 @@
 namespace lazycache::cli {
 
 struct StoreCopyCounts {
-  uint64_t bytes_copied = 0;    // copied by the store (UploadPartCopy, copy_file_range)
-  uint64_t bytes_sent = 0;      // uploaded from this process (written + read back from the source)
-  uint64_t bytes_read_back = 0; // of those, read from the source because a copy was too short
+  uint64_t bytes_copied = 0;     // copied by the store (UploadPartCopy, copy_file_range)
+  uint64_t bytes_sent = 0;       // uploaded from this process (written + read back from the source)
+  uint64_t bytes_read_back = 0;  // of those, read from the source because a copy was too short
   uint32_t parts_copied = 0, parts_sent = 0;
 };
 
 class StoreCopySink final : public ByteSink {
  public:
   // `source`: key and if_match of the object copy_range() reads (offset and length unused).
-  StoreCopySink(std::shared_ptr<remote::ObjectStore> store, std::unique_ptr<remote::MultipartUpload> upload,
-                remote::RangeRequest source, uint64_t part_bytes = 16ull << 20);
+  StoreCopySink(std::shared_ptr<remote::ObjectStore> store, std::unique_ptr<remote::MultipartUpload> upload, remote::RangeRequest source,
+                uint64_t part_bytes = 16ull << 20);
   ~StoreCopySink() override;
   StoreCopySink(const StoreCopySink&) = delete;
   StoreCopySink& operator=(const StoreCopySink&) = delete;

@@ -30,9 +30,8 @@ Result<std::vector<StoreEntry>> list_store_entries(remote::ObjectStore& store, c
     }
     continuation = page->next_continuation;
   } while (!continuation.empty());
-  std::sort(out.begin(), out.end(), [](const StoreEntry& a, const StoreEntry& b) {
-    return a.scope != b.scope ? a.scope < b.scope : a.key < b.key;
-  });
+  std::sort(out.begin(), out.end(),
+            [](const StoreEntry& a, const StoreEntry& b) { return a.scope != b.scope ? a.scope < b.scope : a.key < b.key; });
   return out;
 }
 
@@ -80,8 +79,8 @@ Result<int64_t> parse_duration(std::string_view text, std::string_view what) {
   else if (unit == "d") mult = 86400;
   else if (unit == "w") mult = 7 * 86400;
   if (digits == 0 || digits > 9 || mult == 0)
-    return Status(ErrorCode::kInvalidArgument, std::string(what) + ": expected a duration like 7d, 12h, 30m or 90s, got '" +
-                                                   std::string(text) + "'");
+    return Status(ErrorCode::kInvalidArgument,
+                  std::string(what) + ": expected a duration like 7d, 12h, 30m or 90s, got '" + std::string(text) + "'");
   return std::stoll(std::string(text.substr(0, digits))) * mult;
 }
 
@@ -106,8 +105,7 @@ Status bound_local_store(const ArgParser& args, remote::ObjectStore& store, std:
     LC_RETURN_IF_ERROR(store.remove(e.object.key).with_context("evicting " + e.object.key));
     log << "lazycache: store " << store.describe() << " over its bound of " << human_bytes(max_bytes)
         << " (LAZYCACHE_STORE_MAX_SIZE): evicted key " << e.key << (e.scope.empty() ? "" : " in scope " + e.scope) << " ("
-        << human_bytes(e.object.size) << ", last used " << age_text(static_cast<int64_t>(std::time(nullptr)) - e.last_used_s)
-        << " ago)\n";
+        << human_bytes(e.object.size) << ", last used " << age_text(static_cast<int64_t>(std::time(nullptr)) - e.last_used_s) << " ago)\n";
   }
   return Status();
 }

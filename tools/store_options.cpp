@@ -36,8 +36,7 @@ void add_store_options(ArgParser& args, StoreUse use) {
   // --upload-budget (issue 18 item 11: one flag described as the other).
   if (use == StoreUse::kMount) {
     args.option("memory-budget", "SIZE", "decompressed frames in memory plus fetches and fill in flight", "256M");
-    args.option("upload-budget", "SIZE",
-                "what this mount's unmount --save uploads with: (concurrency + 1) x part size within it", "256M");
+    args.option("upload-budget", "SIZE", "what this mount's unmount --save uploads with: (concurrency + 1) x part size within it", "256M");
   } else {
     args.option("memory-budget", "SIZE",
                 "memory budget: uploads keep (concurrency + 1) x part size within it; a restore --extract holds at "
@@ -53,8 +52,7 @@ void add_store_options(ArgParser& args, StoreUse use) {
 
 void add_key_options(ArgParser& args, bool with_restore_keys) {
   args.option("key", "KEY", "the primary cache key");
-  if (with_restore_keys)
-    args.multi("restore-keys", "PREFIX", "ordered key prefixes tried when --key misses (newline-separated lists too)");
+  if (with_restore_keys) args.multi("restore-keys", "PREFIX", "ordered key prefixes tried when --key misses (newline-separated lists too)");
   args.option("scope", "SCOPE", "namespace for entries, e.g. repository and branch", "");
 }
 
@@ -76,8 +74,7 @@ Result<remote::TransferConfig> transfer_config_from(const ArgParser& args) {
     LC_ASSIGN_OR_RETURN(uint64_t n, args.get_size("part-size"));
     // 1M..5G here: a restore's range reads may be smaller than S3's upload parts (the bench
     // sweep's 8 x 4 MiB); commands that upload add check_upload_part_size().
-    if (n < kMinRangePartSize || n > remote::kMaxPartSize)
-      return Status(ErrorCode::kInvalidArgument, "--part-size: expected 1M to 5G");
+    if (n < kMinRangePartSize || n > remote::kMaxPartSize) return Status(ErrorCode::kInvalidArgument, "--part-size: expected 1M to 5G");
     config.part_size_bytes = n;
   }
   if (args.has("memory-budget") || !args.get("memory-budget").empty()) {
@@ -119,7 +116,8 @@ Result<std::shared_ptr<remote::ObjectStore>> open_s3_store(const remote::StoreUr
     return Status(ErrorCode::kInvalidArgument, "--path-style and --virtual-hosted exclude each other");
   // AWS prefers virtual-hosted; self-hosted endpoints (MinIO, Swift, s3rver) rarely have the
   // wildcard DNS it needs, and bucket names with dots break TLS wildcards, so path-style there.
-  config.path_style = args.has("path-style") || (!args.has("virtual-hosted") && (custom_endpoint || url.bucket.find('.') != std::string::npos));
+  config.path_style = args.has("path-style") ||
+                      (!args.has("virtual-hosted") && (custom_endpoint || url.bucket.find('.') != std::string::npos));
   config.sign_payload = args.has("sign-payload");
   config.transfer = transfer;
   config.part_retry.max_attempts = transfer.max_attempts;
@@ -136,8 +134,7 @@ Result<std::shared_ptr<remote::ObjectStore>> open_concrete_store(const remote::S
       LC_ASSIGN_OR_RETURN(auto store, remote::LocalDirObjectStore::open(url.dir));
       return std::shared_ptr<remote::ObjectStore>(std::move(store));
     }
-    case remote::StoreUrl::Kind::kS3:
-      return open_s3_store(url, args, transfer);
+    case remote::StoreUrl::Kind::kS3: return open_s3_store(url, args, transfer);
     case remote::StoreUrl::Kind::kHttp:
       return std::shared_ptr<remote::ObjectStore>(std::make_shared<remote::HttpObjectStore>(url.http_base, url.http_query, transfer));
   }
@@ -203,9 +200,8 @@ std::shared_ptr<ByteSource> open_entry_source(std::shared_ptr<remote::ObjectStor
 }
 
 Status print_key_outputs(const ResolvedEntry& entry, bool to_stdout) {
-  std::string lines = std::string("cache-hit=") + (entry.cache_hit() ? "true" : "false") + "\n" +
-                      "cache-primary-key=" + entry.primary_key + "\n" +
-                      "cache-matched-key=" + (entry.match ? entry.match->key : "") + "\n";
+  std::string lines = std::string("cache-hit=") + (entry.cache_hit() ? "true" : "false") + "\n" + "cache-primary-key=" + entry.primary_key +
+                      "\n" + "cache-matched-key=" + (entry.match ? entry.match->key : "") + "\n";
   if (to_stdout) std::cout << lines << std::flush;
   const char* path = std::getenv("GITHUB_OUTPUT");
   if (!path || !*path) return Status();

@@ -30,7 +30,7 @@ class TraceOrder {
   size_t size() const { return place_.size(); }
 
  private:
-  std::vector<std::string> order_;                  // by first read; forgotten ones are empty
+  std::vector<std::string> order_;                 // by first read; forgotten ones are empty
   std::unordered_map<std::string, size_t> place_;  // path -> index in order_
 };
 

@@ -39,7 +39,8 @@ void give_to_sudo_user(const std::string& path) {
 }
 
 std::string TraceInfo::to_text() const {
-  std::string s = "pid=" + std::to_string(pid) + "\nstart=" + std::to_string(start_ticks) + "\nstate=" + (stopped ? "stopped" : "running") + "\n";
+  std::string s = "pid=" + std::to_string(pid) + "\nstart=" + std::to_string(start_ticks) + "\nstate=" + (stopped ? "stopped" : "running") +
+                  "\n";
   for (const auto& p : paths) s += "path=" + p + "\n";
   if (stopped) s += "events=" + std::to_string(events) + "\nevents_in_paths=" + std::to_string(events_in_paths) + "\n";
   return s;
@@ -112,7 +113,8 @@ Status stop_trace(TraceInfo& t) {
   }
   auto text = fs::read_whole_file(t.info_file(), 1 << 20);
   if (!text.ok() || text->find("\nstate=stopped\n") == std::string::npos)
-    return Status(ErrorCode::kIo, "tracer " + std::to_string(t.pid) + " of " + t.paths.front() + " ended without writing its list (killed?)");
+    return Status(ErrorCode::kIo,
+                  "tracer " + std::to_string(t.pid) + " of " + t.paths.front() + " ended without writing its list (killed?)");
   if (auto now = TraceInfo::parse(*text); now.ok()) t = *now;
   t.stopped = true;
   return Status();

@@ -17,11 +17,11 @@
 #include "fs/local_files.h"
 #include "remote/upload_sink.h"
 #include "tools/incremental_save.h"
-#include "tools/store_entries.h"
 #include "tools/mount_holders.h"
 #include "tools/mount_state.h"
 #include "tools/progress.h"
 #include "tools/save_record.h"
+#include "tools/store_entries.h"
 #include "tools/store_options.h"
 
 namespace lazycache::cli {
@@ -47,7 +47,7 @@ std::vector<std::string> hot_paths_of(pid_t pid, const std::string& mountpoint) 
 }
 
 bool upper_changed(const SaveRecord& r) {
-  if (r.pid == 0) return true;  // a miss: the plain directory is what the job made
+  if (r.pid == 0) return true;            // a miss: the plain directory is what the job made
   if (r.state_dir.empty()) return false;  // --read-only: nothing can have changed
   return !fs::list_dir(r.state_dir + "/upper").empty();
 }
@@ -66,7 +66,7 @@ struct SaveOutcome {
   bool skipped_existing = false;
   format::PackStats stats;
   std::optional<IncrementalSaveCounts> incremental;  // set when the incremental path saved
-  std::string plan;  // reuse, relayout or full pack, and why (tools/save_chooser.h); empty: no choice made
+  std::string plan;                                  // reuse, relayout or full pack, and why (tools/save_chooser.h); empty: no choice made
   size_t hot = 0;
 };
 
@@ -133,8 +133,7 @@ Status save_group(const Group& g, SaveOutcome* out) {
     if (inc.error().code() == ErrorCode::kCancelled) {
       out->plan = inc.error().message();  // the chooser's: a full pack costs less
     } else {
-      std::cerr << "lazycache unmount: incremental save not possible (" << inc.error().to_string()
-                << "); packing the whole merged view\n";
+      std::cerr << "lazycache unmount: incremental save not possible (" << inc.error().to_string() << "); packing the whole merged view\n";
     }
   }
   remote::UploadSink sink(store, object_key, put);
@@ -158,10 +157,12 @@ std::string incremental_summary(const IncrementalSaveCounts& c) {
   // A store that turned the copies down had those frames read back from it instead.
   const bool refused = !c.no_store_copy.empty();
   char line[512];
-  std::snprintf(line, sizeof line, "%u frames reused / %u compressed (%.1f MiB compressed, %llu changed paths; base frames: %u copied by the store, %u from the chunk cache, %u from the store)",
-                c.stats.frames_reused, c.stats.frames_compressed, static_cast<double>(c.stats.bytes_compressed) / kMiB,
-                static_cast<unsigned long long>(c.changed_paths), refused ? 0u : c.stats.frames_copied, c.frames_from_cache,
-                c.frames_from_store + (refused ? c.stats.frames_copied : 0u));
+  std::snprintf(
+      line, sizeof line,
+      "%u frames reused / %u compressed (%.1f MiB compressed, %llu changed paths; base frames: %u copied by the store, %u from the chunk cache, %u from the store)",
+      c.stats.frames_reused, c.stats.frames_compressed, static_cast<double>(c.stats.bytes_compressed) / kMiB,
+      static_cast<unsigned long long>(c.changed_paths), refused ? 0u : c.stats.frames_copied, c.frames_from_cache,
+      c.frames_from_store + (refused ? c.stats.frames_copied : 0u));
   std::string out = line;
   if (refused) {
     out += "; the store cannot copy (" + c.no_store_copy + "): reused frames went through this machine";
@@ -245,8 +246,7 @@ UnmountSaveResult save_before_unmount(const std::vector<std::string>& paths, boo
       continue;
     }
     if (outcome.skipped_existing) {
-      std::cout << "cache entry for key " << first.primary_key << " already exists; not saving " << where
-                << " (entries are immutable)\n";
+      std::cout << "cache entry for key " << first.primary_key << " already exists; not saving " << where << " (entries are immutable)\n";
     } else {
       const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       char line[256];

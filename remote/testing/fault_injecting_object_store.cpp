@@ -117,8 +117,8 @@ Status FaultInjectingObjectStore::pre_call(StoreOp op, uint64_t index, std::stri
   if (a.delay.count() > 0) std::this_thread::sleep_for(a.delay);
   if (a.gate) a.gate->pass();
   if (a.fail) {
-    return Status(*a.fail, std::string(store_op_name(op)) + " " + std::string(key) + " (call #" +
-                               std::to_string(index) + "): " + a.message);
+    return Status(*a.fail,
+                  std::string(store_op_name(op)) + " " + std::string(key) + " (call #" + std::to_string(index) + "): " + a.message);
   }
   return Status();
 }
@@ -163,8 +163,8 @@ Result<ObjectInfo> FaultInjectingObjectStore::put(std::string_view key, const Bo
     auto n = body(sent < limit ? buf.first(static_cast<size_t>(std::min<uint64_t>(buf.size(), limit - sent))) : buf);
     if (!n.ok() || *n == 0) return n;
     if (sent >= limit) {
-      return Status(ErrorCode::kUnavailable, "put " + k + " (call #" + std::to_string(index) +
-                                                 "): connection lost after " + std::to_string(sent) + " bytes");
+      return Status(ErrorCode::kUnavailable,
+                    "put " + k + " (call #" + std::to_string(index) + "): connection lost after " + std::to_string(sent) + " bytes");
     }
     sent += *n;
     return n;

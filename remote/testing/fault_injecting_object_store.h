@@ -42,13 +42,13 @@ class Gate {
  private:
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  size_t arrived_ = 0;  // guarded by mu_
+  size_t arrived_ = 0;     // guarded by mu_
   bool released_ = false;  // guarded by mu_
 };
 
 // What to do to a call. Several effects may be combined (delay, then truncate, say).
 struct FaultAction {
-  std::optional<ErrorCode> fail;        // return this code instead of calling the inner store
+  std::optional<ErrorCode> fail;  // return this code instead of calling the inner store
   std::string message = "injected fault";
   // get_range: return at most this many bytes (a store lying about a short body mid-object).
   // put: the body reader fails with kUnavailable after this many bytes (connection lost mid-upload).
@@ -66,9 +66,9 @@ struct FaultAction {
 
 struct FaultRule {
   StoreOp op = StoreOp::kGetRange;
-  uint64_t first_call = 1;       // 1-based index of the first call of `op` that is faulted
-  uint64_t times = 1;            // how many consecutive calls from first_call; 0 = unlimited
-  std::string key_contains;      // empty: any key; else only calls whose key contains this
+  uint64_t first_call = 1;   // 1-based index of the first call of `op` that is faulted
+  uint64_t times = 1;        // how many consecutive calls from first_call; 0 = unlimited
+  std::string key_contains;  // empty: any key; else only calls whose key contains this
   FaultAction action;
 };
 
@@ -76,7 +76,7 @@ struct FaultRecord {
   StoreOp op;
   uint64_t call_index = 0;  // 1-based, per op
   std::string key;
-  std::string what;         // "fail kUnavailable", "truncate after 100 bytes", ...
+  std::string what;  // "fail kUnavailable", "truncate after 100 bytes", ...
 };
 
 class FaultInjectingObjectStore final : public ObjectStoreWrapper {

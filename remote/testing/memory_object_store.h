@@ -23,7 +23,7 @@
 namespace lazycache::remote::testing {
 
 struct MemoryObjectStoreConfig {
-  std::string name = "test";   // describe() gives "memory://<name>"
+  std::string name = "test";     // describe() gives "memory://<name>"
   size_t list_page_size = 1000;  // S3's maximum max-keys; tests lower it to exercise paging
 };
 

@@ -11,9 +11,7 @@
 
 namespace lazycache::remote::testing {
 
-inline std::byte ramp_byte(uint64_t seed, uint64_t offset) {
-  return static_cast<std::byte>((seed + offset) % 251);
-}
+inline std::byte ramp_byte(uint64_t seed, uint64_t offset) { return static_cast<std::byte>((seed + offset) % 251); }
 
 // `length` ramp bytes starting at `offset`.
 inline std::string ramp_bytes(uint64_t seed, uint64_t offset, size_t length) {

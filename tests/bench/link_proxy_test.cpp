@@ -171,7 +171,7 @@ TEST_CASE("token bucket: burst first, then the rate", "[link_proxy]") {
   b.refill(25'000'000);
   CHECK(b.available() == 25);
   b.refill(10'000'000'000);
-  CHECK(b.available() == 100);  // capped at the burst
+  CHECK(b.available() == 100);   // capped at the burst
   CHECK(b.ns_until(1000) == 0);  // asks beyond the burst wait only for the burst
   TokenBucket unlimited(0, 16384, 0);
   CHECK(unlimited.unlimited());

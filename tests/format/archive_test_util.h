@@ -43,7 +43,8 @@ inline std::unique_ptr<format::ArchiveReader> open_archive(const std::string& ar
   return std::move(reader).value();
 }
 
-inline Result<format::ExtractStats> extract_to(const format::ArchiveReader& reader, const std::string& dir, format::ExtractConfig config = {}) {
+inline Result<format::ExtractStats> extract_to(const format::ArchiveReader& reader, const std::string& dir,
+                                               format::ExtractConfig config = {}) {
   config.targets = format::targets_under(reader.index(), dir);
   if (!config.warn) config.warn = [](const std::string&) {};
   return format::extract_archive(reader, config);

@@ -22,7 +22,8 @@ TEST_CASE("round trip of a file larger than 4 GiB", "[format][slow]") {
   REQUIRE(::ftruncate(fd, static_cast<off_t>(size)) == 0);
   const std::string marks[3] = {"start", "middle", "end-of-file"};
   const uint64_t at[3] = {0, (1ull << 32) - 3, size - marks[2].size()};  // one straddles 4 GiB
-  for (int i = 0; i < 3; ++i) REQUIRE(::pwrite(fd, marks[i].data(), marks[i].size(), static_cast<off_t>(at[i])) == static_cast<ssize_t>(marks[i].size()));
+  for (int i = 0; i < 3; ++i)
+    REQUIRE(::pwrite(fd, marks[i].data(), marks[i].size(), static_cast<off_t>(at[i])) == static_cast<ssize_t>(marks[i].size()));
   ::close(fd);
   write_file(src / "big/after", "after the big one");
   format::PackConfig config;

@@ -40,7 +40,8 @@ int make_tree(const std::string& root) {
     REQUIRE(::mkdir(dir.c_str(), 0750) == 0);
     for (int f = 0; f < 20; ++f) {
       const mode_t mode = f % 7 == 0 ? 0444 : f % 7 == 1 ? 0755 : f % 7 == 2 ? 04755 : f % 7 == 3 ? 0600 : 0644;
-      write_file(dir + "/f" + std::to_string(f), f % 9 == 0 ? std::string() : pattern(static_cast<size_t>(s * 131 + f * 17), static_cast<uint64_t>(s * 100 + f)), mode);
+      write_file(dir + "/f" + std::to_string(f),
+                 f % 9 == 0 ? std::string() : pattern(static_cast<size_t>(s * 131 + f * 17), static_cast<uint64_t>(s * 100 + f)), mode);
       set_mtime(dir + "/f" + std::to_string(f), 1600000000 + s * 100 + f, f * 1000);
       ++files;
     }
@@ -118,18 +119,22 @@ TEST_CASE("FileWriterPool: a job of a second frame never runs while the bound is
   std::atomic<bool> b_ran{false}, b_seen_during_a{false};
   auto fa = frame('a'), fb = frame('b');
   for (int i = 0; i < 3; ++i) {
-    REQUIRE(pool.submit(fa, [&] {
-      // With the bound honoured, no job of frame b starts before every job of frame a is done;
-      // a broken bound lets one start meanwhile, which this wait sees (a correct pool just waits).
-      for (int k = 0; k < 50 && !b_ran.load(); ++k) std::this_thread::sleep_for(std::chrono::milliseconds(2));
-      if (b_ran.load()) b_seen_during_a = true;
-      return Status();
-    }).ok());
+    REQUIRE(pool.submit(fa,
+                        [&] {
+                          // With the bound honoured, no job of frame b starts before every job of frame a is done;
+                          // a broken bound lets one start meanwhile, which this wait sees (a correct pool just waits).
+                          for (int k = 0; k < 50 && !b_ran.load(); ++k) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+                          if (b_ran.load()) b_seen_during_a = true;
+                          return Status();
+                        })
+                .ok());
   }
-  REQUIRE(pool.submit(fb, [&] {
-    b_ran = true;
-    return Status();
-  }).ok());
+  REQUIRE(pool.submit(fb,
+                      [&] {
+                        b_ran = true;
+                        return Status();
+                      })
+              .ok());
   REQUIRE(pool.finish().ok());
   CHECK(b_ran.load());
   CHECK_FALSE(b_seen_during_a.load());
@@ -140,10 +145,11 @@ TEST_CASE("FileWriterPool: the first error is returned and nothing queued after 
   std::atomic<int> later_ran{0};
   REQUIRE(pool.submit(nullptr, [] { return Status(ErrorCode::kIo, "disk full writing x"); }).ok());
   Status s;
-  for (int i = 0; i < 100 && s.ok(); ++i) s = pool.submit(nullptr, [&] {
-    ++later_ran;
-    return Status();
-  });
+  for (int i = 0; i < 100 && s.ok(); ++i)
+    s = pool.submit(nullptr, [&] {
+      ++later_ran;
+      return Status();
+    });
   Status done = pool.finish();
   REQUIRE_FALSE(done.ok());
   CHECK(done.code() == ErrorCode::kIo);

@@ -23,8 +23,7 @@ inline void make_golden_tree(const std::string& dir) {
   write_file(g + "/zero", "");
   ::link((g + "/hello.txt").c_str(), (g + "/sub/hello-link").c_str());
   ::symlink("../hello.txt", (g + "/sub/sym").c_str());
-  for (const char* p : {"/hello.txt", "/sub/data.bin", "/zero", "/sub/sym", "/empty", "/sub", ""})
-    set_mtime(g + p, 1700000000, 123456789);
+  for (const char* p : {"/hello.txt", "/sub/data.bin", "/zero", "/sub/sym", "/empty", "/sub", ""}) set_mtime(g + p, 1700000000, 123456789);
 }
 
 }  // namespace lazycache::testing

@@ -27,7 +27,8 @@ TEST_CASE("quote_path keeps the head and the tail of a long path") {
 
 TEST_CASE("quote_path escapes the C1 controls in their UTF-8 form") {
   // U+009B is a CSI to terminals that honour C1 controls; U+00A0 and beyond are text.
-  CHECK(quote_path("a\xc2\x9b" "2Jb") == "'a\\xc2\\x9b2Jb'");
+  CHECK(quote_path("a\xc2\x9b"
+                   "2Jb") == "'a\\xc2\\x9b2Jb'");
   CHECK(quote_path("\xc2\xa0\xc3\xbc") == "'\xc2\xa0\xc3\xbc'");
 }
 
@@ -37,7 +38,7 @@ TEST_CASE("quote_path_if_needed leaves ordinary names as they are") {
   CHECK(quote_path_if_needed("") == "");
   CHECK(quote_path_if_needed("fake\nlazycache: line") == "'fake\\nlazycache: line'");
   CHECK(quote_path_if_needed("\x1b]0;title\x07") == "'\\x1b]0;title\\x07'");
-  CHECK(quote_path_if_needed("it's") == "'it\\'s'");  // a quote would make the output ambiguous
+  CHECK(quote_path_if_needed("it's") == "'it\\'s'");                              // a quote would make the output ambiguous
   CHECK(quote_path_if_needed(std::string(5000, 'x')) == std::string(5000, 'x'));  // listings are not cut
 }
 

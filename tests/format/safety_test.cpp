@@ -187,6 +187,7 @@ TEST_CASE("seek table: parse validates magic, reserved bits, sizes and object si
   std::string huge_n = object;
   huge_n[huge_n.size() - 6] = static_cast<char>(0x7f);  // N's top byte
   CHECK_FALSE(format::SeekTable::parse(bytes(huge_n), huge_n.size()).ok());
-  std::string big_frame = std::string(150, 'x') + format::SeekTable::serialize(std::vector<format::SeekEntry>{{0, 100, 0, (1u << 30) + 1, 0}, {0, 50, 0, 0, 0}});
+  std::string big_frame = std::string(150, 'x') +
+                          format::SeekTable::serialize(std::vector<format::SeekEntry>{{0, 100, 0, (1u << 30) + 1, 0}, {0, 50, 0, 0, 0}});
   CHECK(format::SeekTable::parse(bytes(big_frame), big_frame.size()).error().code() == ErrorCode::kCorrupt);
 }

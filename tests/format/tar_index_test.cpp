@@ -47,7 +47,8 @@ TEST_CASE("tar: members round-trip through the writer and reader, pax only when 
   rich.mode = 04755;
   rich.mtime_ns = -1500000001;  // before 1970, with nanoseconds
   rich.xattrs = {{"user.k", std::string("v\0=\n", 4)}};
-  std::string stream = plain_hdr + "abc" + std::string(format::tar_padding(3), '\0') + format::tar_header_bytes(rich) + format::tar_end_blocks();
+  std::string stream = plain_hdr + "abc" + std::string(format::tar_padding(3), '\0') + format::tar_header_bytes(rich) +
+                       format::tar_end_blocks();
 
   format::TarReader reader(StreamReader{stream});
   auto m1 = reader.next();

@@ -99,7 +99,8 @@ inline std::string compare_trees(const std::string& a, const std::string& b, boo
     if (S_ISLNK(sa.st_mode)) {
       char ta[8192], tb[8192];
       ssize_t na = ::readlink(pa.c_str(), ta, sizeof ta), nb = ::readlink(pb.c_str(), tb, sizeof tb);
-      if (na != nb || std::string(ta, static_cast<size_t>(na)) != std::string(tb, static_cast<size_t>(nb))) return "symlink target differs: " + rel;
+      if (na != nb || std::string(ta, static_cast<size_t>(na)) != std::string(tb, static_cast<size_t>(nb)))
+        return "symlink target differs: " + rel;
       if (sa.st_mtim.tv_sec != sb.st_mtim.tv_sec || sa.st_mtim.tv_nsec != sb.st_mtim.tv_nsec) return "symlink mtime differs: " + rel;
     } else if (S_ISREG(sa.st_mode)) {
       if (sa.st_size != sb.st_size) return "size differs: " + rel;
@@ -124,7 +125,8 @@ inline std::string compare_trees(const std::string& a, const std::string& b, boo
         return names;
       };
       auto na = list(pa), nb = list(pb);
-      if (na != nb) return "directory listing differs: " + rel + " (" + std::to_string(na.size()) + " vs " + std::to_string(nb.size()) + " entries)";
+      if (na != nb)
+        return "directory listing differs: " + rel + " (" + std::to_string(na.size()) + " vs " + std::to_string(nb.size()) + " entries)";
       for (const auto& n : na) stack.push_back(rel.empty() ? n : rel + "/" + n);
     }
   }

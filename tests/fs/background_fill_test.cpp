@@ -191,7 +191,7 @@ TEST_CASE("the default fill brings the whole archive into the chunk cache undeco
     CHECK(s.frames_from_store == s.archive_frames);
     CHECK(s.fill_bytes == s.store_bytes);
     CHECK(s.on_demand_bytes == 0);
-    CHECK(s.memory_used_bytes == 0);  // nothing decoded into memory
+    CHECK(s.memory_used_bytes == 0);                // nothing decoded into memory
     CHECK(s.store_range_reads < s.archive_frames);  // merged runs
   }
   m.open();
@@ -267,7 +267,7 @@ TEST_CASE("stop_fill drops the fill not yet started: the mount's end waits for n
 TEST_CASE("fill progresses when the job's frames hold the whole memory budget", "[unit]") {
   Mount m(120);
   fs::FilesystemConfig c = small_fill_config();
-  c.memory_budget_bytes = 256 << 10;            // 16 frames of 16 KiB
+  c.memory_budget_bytes = 256 << 10;             // 16 frames of 16 KiB
   c.fetcher.merge_bytes_background = 192 << 10;  // a fill run does not fit in what is left
   c.archive_readahead.streams = 0;               // no readahead in flight when the reads end
   m.open(c);
@@ -277,7 +277,9 @@ TEST_CASE("fill progresses when the job's frames hold the whole memory budget", 
   const uint32_t half = static_cast<uint32_t>(index.frames().size() / 2);
   for (format::EntryId id = 0; id < index.entry_count(); ++id) {
     const format::Entry e = index.entry(id);
-    if (e.type != format::EntryType::kRegular || e.size == 0 || e.size > (8 << 10) || index.frames_for_range(e.data_offset, e.size).second >= half) continue;
+    if (e.type != format::EntryType::kRegular || e.size == 0 || e.size > (8 << 10) ||
+        index.frames_for_range(e.data_offset, e.size).second >= half)
+      continue;
     REQUIRE(m.read(index.path(id)).ok());  // small files, one frame each: every frame stays in memory
   }
   m.fs->wait_prefetch_idle();
@@ -298,7 +300,8 @@ TEST_CASE("fill progresses when the job's frames hold the whole memory budget", 
   CHECK(m.source->reads == m.mount_reads);
 }
 
-TEST_CASE("readahead goes to the chunk cache undecoded: memory holds a quarter of the budget ahead, within the budget under a fill", "[unit][concurrency]") {
+TEST_CASE("readahead goes to the chunk cache undecoded: memory holds a quarter of the budget ahead, within the budget under a fill",
+          "[unit][concurrency]") {
   Mount m(120);  // the archive only: the fetcher is driven directly
   auto file = LocalFileSource::open(m.archive);
   REQUIRE(file.ok());
@@ -321,8 +324,8 @@ TEST_CASE("readahead goes to the chunk cache undecoded: memory holds a quarter o
     fetcher.prefetch(0, frames - 1, fs::Priority::kReadahead);
     fetcher.wait_idle();
     const fs::FetchCounters& c = fetcher.counters();
-    INFO("held " << memory.held_bytes() << " of " << budget.limit() << ", peak " << budget.peak() << ", decoded "
-                 << c.frames_decoded << ", readahead stored " << c.readahead_stored << " of " << frames << " frames");
+    INFO("held " << memory.held_bytes() << " of " << budget.limit() << ", peak " << budget.peak() << ", decoded " << c.frames_decoded
+                 << ", readahead stored " << c.readahead_stored << " of " << frames << " frames");
     // Before: every readahead frame was decoded into memory, the budget full of frames nobody had
     // asked for yet, and readahead runs were charged as reads, past the limit.
     CHECK(memory.held_bytes() <= fc.ahead_memory_bytes + frame);

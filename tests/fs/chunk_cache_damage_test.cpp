@@ -205,7 +205,10 @@ TEST_CASE("measure: the walk of a large index", "[.measure]") {
   CHECK_FALSE(fs::check_index(dir.path() + "/index.mdb", 1ull << 30).damaged);
   const auto walk = std::chrono::steady_clock::now() - t0;
   const auto t1 = std::chrono::steady_clock::now();
-  { Opened o = open_cache(dir.path()); CHECK(o.warnings.empty()); }  // walks (the file changed), marks
+  {
+    Opened o = open_cache(dir.path());
+    CHECK(o.warnings.empty());
+  }  // walks (the file changed), marks
   const auto first_open = std::chrono::steady_clock::now() - t1;
   const auto t2 = std::chrono::steady_clock::now();
   { Opened o = open_cache(dir.path()); }  // unchanged: trusted

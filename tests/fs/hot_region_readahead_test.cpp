@@ -111,8 +111,7 @@ TEST_CASE("readahead in the hot region fetches ahead of the reads but stops at t
   CHECK(source->reach() <= region_compressed_end);
 
   // The rest of the hot files, in order.
-  for (; i < hot_paths().size(); ++i)
-    REQUIRE(testing::read_whole(f, hot_paths()[i]) == testing::read_file(dir / hot_paths()[i]));
+  for (; i < hot_paths().size(); ++i) REQUIRE(testing::read_whole(f, hot_paths()[i]) == testing::read_file(dir / hot_paths()[i]));
   f.wait_prefetch_idle();
   const fs::MountStats s = f.stats();
   CHECK(s.frames_from_store <= last_hot_frame + 1);

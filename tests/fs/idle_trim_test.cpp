@@ -78,7 +78,7 @@ TEST_CASE("after the idle period the frames in memory are dropped and reads stil
   m.read_all_and_check();
   const auto after = m.fs->stats();
   CHECK(after.frames_from_chunk_cache > before.frames_from_chunk_cache);  // reloaded, not kept
-  CHECK(after.store_range_reads == before.store_range_reads);               // from the local cache
+  CHECK(after.store_range_reads == before.store_range_reads);             // from the local cache
   CHECK(after.memory_used_bytes > 0);
 }
 

@@ -87,8 +87,8 @@ TEST_CASE("frames larger than the memory budget are decoded once and served with
   check_file(*f, "t/noisy.bin", a.noisy);
   check_file(*f, "t/text.log", a.text);
   const fs::MountStats s = f->stats();
-  INFO("frames " << frames << ", spilled " << s.frames_spilled << ", from store " << s.frames_from_store
-                 << ", from chunk cache " << s.frames_from_chunk_cache << ", peak " << s.memory_peak_bytes);
+  INFO("frames " << frames << ", spilled " << s.frames_spilled << ", from store " << s.frames_from_store << ", from chunk cache "
+                 << s.frames_from_chunk_cache << ", peak " << s.memory_peak_bytes);
   CHECK(s.read_errors == 0);
   // Each frame decoded about once (random reads may revisit a frame the spill let go of),
   // not once per read (there were hundreds).

@@ -44,7 +44,8 @@ void check_members(const Index& index) {
     starts.push_back(d.start);
   }
   std::sort(starts.begin(), starts.end());
-  if (n <= 4096 && std::adjacent_find(starts.begin(), starts.end()) != starts.end()) fuzz::fail("two members start at one offset", Status());
+  if (n <= 4096 && std::adjacent_find(starts.begin(), starts.end()) != starts.end())
+    fuzz::fail("two members start at one offset", Status());
 }
 
 void exercise(const Index& index) {

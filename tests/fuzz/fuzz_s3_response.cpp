@@ -36,10 +36,8 @@ bool documented_code(ErrorCode c) {
     case ErrorCode::kPreconditionFailed:
     case ErrorCode::kUnsupported:
     case ErrorCode::kUnavailable:
-    case ErrorCode::kCorrupt:
-      return true;
-    default:
-      return false;
+    case ErrorCode::kCorrupt: return true;
+    default: return false;
   }
 }
 

@@ -160,7 +160,8 @@ void fuzz_signing(const fuzz::Fields& f) {
   std::string names;
   std::string canonical = canonical_request(r, &names);
   if (canonical != canonical_request(r)) fail("canonical_request is not deterministic");
-  if (canonical.rfind(r.method + "\n" + r.path + "\n" + qs + "\n", 0) != 0) fail("canonical_request does not start with method, path, query");
+  if (canonical.rfind(r.method + "\n" + r.path + "\n" + qs + "\n", 0) != 0)
+    fail("canonical_request does not start with method, path, query");
   auto name_list = split(names, ';');
   if (name_list.size() != r.headers.size()) fail("signed header list lost or gained a header");
   if (!std::is_sorted(name_list.begin(), name_list.end())) fail("signed header names not sorted");
@@ -206,8 +207,8 @@ void fuzz_signing(const fuzz::Fields& f) {
 
 // ---- config mode ----
 
-const char* const kEnvNames[] = {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_REGION",
-                                 "AWS_DEFAULT_REGION", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL", "AWS_PROFILE"};
+const char* const kEnvNames[] = {"AWS_ACCESS_KEY_ID",  "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_REGION",
+                                 "AWS_DEFAULT_REGION", "AWS_ENDPOINT_URL_S3",   "AWS_ENDPOINT_URL",  "AWS_PROFILE"};
 
 std::string expand(std::string s) {
   for (auto [from, to] : {std::pair{std::string_view("$S"), kSecretMark}, std::pair{std::string_view("$T"), kTokenMark}}) {
@@ -231,9 +232,7 @@ struct ConfigFiles {
   }
 };
 
-bool trimmed(std::string_view v) {
-  return v.empty() || (v.find_first_of(" \t\r") != 0 && v.find_last_of(" \t\r") != v.size() - 1);
-}
+bool trimmed(std::string_view v) { return v.empty() || (v.find_first_of(" \t\r") != 0 && v.find_last_of(" \t\r") != v.size() - 1); }
 
 // The process environment swapped for a built one while alive. setenv() would leak a string per
 // change by design, which makes libFuzzer run a leak check after every input (30x slower); and

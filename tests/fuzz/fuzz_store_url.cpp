@@ -21,7 +21,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::string shown = url->display();
     // A presigned query carries a signature: it must never be shown. (Matched with its '?': a
     // short query can occur elsewhere in the URL by chance, which the fuzzer found at once.)
-    if (!url->http_query.empty() && shown.find("?" + url->http_query) != std::string::npos) fuzz::fail("display() shows the query", Status());
+    if (!url->http_query.empty() && shown.find("?" + url->http_query) != std::string::npos)
+      fuzz::fail("display() shows the query", Status());
   } else if (url.error().code() != ErrorCode::kInvalidArgument) {
     fuzz::fail("parse_store_url", url.error());
   }

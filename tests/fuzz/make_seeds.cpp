@@ -25,9 +25,7 @@ using namespace lazycache::format;
 
 namespace {
 
-void write(const std::string& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary) << bytes;
-}
+void write(const std::string& path, const std::string& bytes) { std::ofstream(path, std::ios::binary) << bytes; }
 
 // The index frame and the tar stream of an archive that opens (seek table trusted as written).
 void split(const std::string& archive, std::string* index_frame, std::string* stream) {

@@ -176,8 +176,12 @@ Result<std::string> ArchiveForge::build(const ForgeHooks& hooks, uint64_t frame_
   for (size_t i = 0; i < compressed.size(); ++i) {
     auto raw = bytes_of(stream).subspan(ranges[i].first, ranges[i].second);
     const std::string& c = compressed[i];
-    FrameInfo f{c_off, static_cast<uint32_t>(c.size()), ranges[i].first, static_cast<uint32_t>(ranges[i].second),
-                xxh64_low32(raw), xxh3_128(bytes_of(c))};
+    FrameInfo f{c_off,
+                static_cast<uint32_t>(c.size()),
+                ranges[i].first,
+                static_cast<uint32_t>(ranges[i].second),
+                xxh64_low32(raw),
+                xxh3_128(bytes_of(c))};
     model.frames.push_back(f);
     seek.push_back(SeekEntry{f.compressed_offset, f.compressed_size, f.uncompressed_offset, f.uncompressed_size, f.xxh64_low32});
     c_off += c.size();

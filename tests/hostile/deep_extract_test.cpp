@@ -8,8 +8,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <catch2/catch.hpp>
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -124,8 +124,8 @@ TEST_CASE("a tree 2,000 levels deep extracts with one directory open per entry a
     const std::string target = tmp.path + "/t" + std::to_string(depth);
     Run run = extract_deep(depth, target);
     const double per_entry = static_cast<double>(run.stats.dir_opens) / static_cast<double>(run.entries);
-    std::printf("depth %d: %zu entries, %llu directory openat (%.2f per entry), peak %zu extra descriptors, %.2f s\n", depth,
-                run.entries, static_cast<unsigned long long>(run.stats.dir_opens), per_entry, run.peak_fds, run.seconds);
+    std::printf("depth %d: %zu entries, %llu directory openat (%.2f per entry), peak %zu extra descriptors, %.2f s\n", depth, run.entries,
+                static_cast<unsigned long long>(run.stats.dir_opens), per_entry, run.peak_fds, run.seconds);
     // Directories are opened about twice (creating their children, setting their metadata);
     // side-chain jumps reopen at most a window's worth. Quadratic would be ~depth/2 per entry.
     CHECK(per_entry < 3.0);

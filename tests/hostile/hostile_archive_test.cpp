@@ -61,9 +61,7 @@ long current_rss_kib() {
 // The work done in the child; returns the line sent to the parent.
 std::string run_in_child(const std::string& bytes, const std::string& target) {
   auto reader = ArchiveReader::open(std::make_shared<MemorySource>(bytes, "hostile archive"));
-  auto line = [](const char* stage, const Status& s) {
-    return std::string(stage) + "\n" + error_code_name(s.code()) + "\n" + s.message();
-  };
+  auto line = [](const char* stage, const Status& s) { return std::string(stage) + "\n" + error_code_name(s.code()) + "\n" + s.message(); };
   if (!reader.ok()) return line("open", reader.error());
   const Index& index = (*reader)->index();
   std::string buf(1 << 20, '\0');
@@ -173,7 +171,6 @@ bool expected_stage(RefuseAt at, const std::string& stage) {
   return false;
 }
 
-
 const std::vector<HostileCase>& cases() {
   static const std::vector<HostileCase> all = make_hostile_cases();
   return all;
@@ -279,4 +276,3 @@ TEST_CASE("hostile archives: refusals name the entry by its quoted path", "[unit
   }
   CHECK(named >= 12);
 }
-

@@ -86,20 +86,20 @@ const char* refuse_at_name(RefuseAt r) {
 
 std::vector<HostileCase> make_hostile_cases() {
   std::vector<HostileCase> out;
-  auto add = [&](std::string name, std::string attack, RefuseAt at, std::string reason, std::string entry,
-                 const ArchiveForge& f, const ForgeHooks& hooks = ForgeHooks{}, uint64_t frame_bytes = 64 * 1024) {
+  auto add = [&](std::string name, std::string attack, RefuseAt at, std::string reason, std::string entry, const ArchiveForge& f,
+                 const ForgeHooks& hooks = ForgeHooks{}, uint64_t frame_bytes = 64 * 1024) {
     std::string bytes = must(f.build(hooks, frame_bytes), name);
     out.push_back(HostileCase{std::move(name), std::move(attack), at, std::move(reason), std::move(entry), std::move(bytes)});
   };
 
   // ---- names ----
-  for (auto [name, bad, why] : {std::tuple{"name_dotdot", std::string(".."), "'..' as an entry name"},
-                                std::tuple{"name_dot", std::string("."), "'.' as an entry name"},
-                                std::tuple{"name_absolute", std::string("/etc/passwd"), "an absolute path as a name"},
-                                std::tuple{"name_slash", std::string("a/../../b"), "a name with '/' (a path in one name)"},
-                                std::tuple{"name_nul", std::string("ok\0evil", 7), "a name with NUL"},
-                                std::tuple{"name_empty", std::string(), "an empty name"},
-                                std::tuple{"name_too_long", std::string(300, 'n'), "a 300-byte name (NAME_MAX is 255)"}}) {
+  for (auto [name, bad, why] :
+       {std::tuple{"name_dotdot", std::string(".."), "'..' as an entry name"},
+        std::tuple{"name_dot", std::string("."), "'.' as an entry name"},
+        std::tuple{"name_absolute", std::string("/etc/passwd"), "an absolute path as a name"},
+        std::tuple{"name_slash", std::string("a/../../b"), "a name with '/' (a path in one name)"},
+        std::tuple{"name_nul", std::string("ok\0evil", 7), "a name with NUL"}, std::tuple{"name_empty", std::string(), "an empty name"},
+        std::tuple{"name_too_long", std::string(300, 'n'), "a 300-byte name (NAME_MAX is 255)"}}) {
     ArchiveForge f = base_tree();
     f.add_file(f.root(), bad, "payload\n");
     std::string printable = bad.find('\0') == std::string::npos && !bad.empty() && bad.size() < 100 ? bad : "";
@@ -126,8 +126,7 @@ std::vector<HostileCase> make_hostile_cases() {
     f.add_symlink(f.root(), "l", "/tmp");
     uint32_t d = f.add_dir(f.root(), "l");
     f.add_file(d, "x", "written through the symlink?\n");
-    add("symlink_then_file_through_it", "symlink l -> /tmp, then a file l/x (tar's classic escape)", RefuseAt::kOpen,
-        "sorted", "l", f);
+    add("symlink_then_file_through_it", "symlink l -> /tmp, then a file l/x (tar's classic escape)", RefuseAt::kOpen, "sorted", "l", f);
   }
 
   // ---- links ----
@@ -168,8 +167,8 @@ std::vector<HostileCase> make_hostile_cases() {
     uint32_t d = f.add_dir(f.root(), "d");
     f.add_symlink(d, "up", "..");
     f.add_symlink(d, "esc", "up/../../../outside");
-    add("symlink_chain_escape", "symlinks up -> .., esc -> up/../../../outside (escapes only through the chain)",
-        RefuseAt::kNever, "", "esc", f);
+    add("symlink_chain_escape", "symlinks up -> .., esc -> up/../../../outside (escapes only through the chain)", RefuseAt::kNever, "",
+        "esc", f);
   }
 
   // ---- root paths: restore and mount write at them ----
@@ -205,7 +204,9 @@ std::vector<HostileCase> make_hostile_cases() {
     f.add_file(d, "x", "through the link?\n");
     ForgeHooks hooks;
     uint32_t id = f.entry_ids()[d];
-    hooks.on_raw_index = [id](std::string& raw) { ArchiveForge::patch_entry(raw, id, 4, static_cast<uint8_t>(format::EntryType::kSymlink), 1); };
+    hooks.on_raw_index = [id](std::string& raw) {
+      ArchiveForge::patch_entry(raw, id, 4, static_cast<uint8_t>(format::EntryType::kSymlink), 1);
+    };
     hooks.recompute_index_checksum = true;
     add("symlink_replacing_directory", "a directory entry with a child, retyped as a symlink", RefuseAt::kOpen, "", "", f, hooks);
   }
@@ -260,17 +261,20 @@ std::vector<HostileCase> make_hostile_cases() {
   {
     ForgeHooks hooks;
     hooks.on_seek_entries = [](std::vector<SeekEntry>& s) { s[1].compressed_size += 1000000; };
-    add("frame_past_end", "seek table frame extending past the end of the object", RefuseAt::kOpen, "seek table", "", three_frames(), hooks);
+    add("frame_past_end", "seek table frame extending past the end of the object", RefuseAt::kOpen, "seek table", "", three_frames(),
+        hooks);
   }
   {
     ForgeHooks hooks;
     hooks.on_model = [](IndexModel& m) { m.frames.pop_back(); };
-    add("index_seek_count_disagree", "index lists fewer frames than the seek table", RefuseAt::kOpen, "data frames", "", three_frames(), hooks);
+    add("index_seek_count_disagree", "index lists fewer frames than the seek table", RefuseAt::kOpen, "data frames", "", three_frames(),
+        hooks);
   }
   {
     ForgeHooks hooks;
     hooks.on_model = [](IndexModel& m) { m.frames[0].xxh64_low32 ^= 1; };
-    add("index_seek_checksum_disagree", "index and seek table disagree on a frame checksum", RefuseAt::kOpen, "differs", "", three_frames(), hooks);
+    add("index_seek_checksum_disagree", "index and seek table disagree on a frame checksum", RefuseAt::kOpen, "differs", "", three_frames(),
+        hooks);
   }
   {
     ForgeHooks hooks;
@@ -284,7 +288,8 @@ std::vector<HostileCase> make_hostile_cases() {
       put_le32(n, 0x7ffffff);
       o.replace(o.size() - 9, 4, n);
     };
-    add("seek_huge_count", "seek table footer claiming 134 million frames in a tiny object", RefuseAt::kOpen, "seek table", "", base_tree(), hooks);
+    add("seek_huge_count", "seek table footer claiming 134 million frames in a tiny object", RefuseAt::kOpen, "seek table", "", base_tree(),
+        hooks);
   }
   {
     ForgeHooks hooks;
@@ -307,16 +312,16 @@ std::vector<HostileCase> make_hostile_cases() {
     f.add_file(f.root(), "bomb.bin", std::string(1000, 'b'));
     ForgeHooks hooks;
     hooks.on_compressed_frames = [](std::vector<std::string>& frames) { frames[0] = zeros_frame(64u << 20, true); };
-    add("zstd_bomb_declared", "a ~2 KB data frame that expands to 64 MiB, declared in its header", RefuseAt::kRead,
-        "Frame_Content_Size", "", f, hooks);
+    add("zstd_bomb_declared", "a ~2 KB data frame that expands to 64 MiB, declared in its header", RefuseAt::kRead, "Frame_Content_Size",
+        "", f, hooks);
   }
   {
     ArchiveForge f;
     f.add_file(f.root(), "bomb.bin", std::string(1000, 'b'));
     ForgeHooks hooks;
     hooks.on_compressed_frames = [](std::vector<std::string>& frames) { frames[0] = zeros_frame(64u << 20, false); };
-    add("zstd_bomb_undeclared", "a ~2 KB data frame that expands to 64 MiB, without a content size", RefuseAt::kRead,
-        "Frame_Content_Size", "", f, hooks);
+    add("zstd_bomb_undeclared", "a ~2 KB data frame that expands to 64 MiB, without a content size", RefuseAt::kRead, "Frame_Content_Size",
+        "", f, hooks);
   }
   {
     ForgeHooks hooks;
@@ -345,8 +350,7 @@ std::vector<HostileCase> make_hostile_cases() {
   {
     ArchiveForge f("/hostile/../../../etc");
     f.add_file(f.root(), "passwd", "root::0:0::/:/bin/sh\n");
-    add("root_path_dotdot", "a root whose original path climbs with '..' (restore would write to /etc)", RefuseAt::kOpen,
-        "root", "", f);
+    add("root_path_dotdot", "a root whose original path climbs with '..' (restore would write to /etc)", RefuseAt::kOpen, "root", "", f);
   }
   {
     ArchiveForge f("relative/path");

@@ -19,7 +19,10 @@ int main(int argc, char** argv) {
   hostile::ArchiveForge forge("/hostile/\x1b]0;pwned\x07root\nlazycache: FAKE root line/data");
   const uint32_t dir = forge.add_dir(forge.root(), "dir\x1b[2J");
   const uint32_t file = forge.add_file(dir, "file\nlazycache: FAKE name line", "hello\n");
-  forge.add_file(forge.root(), "csi\xc2\x9b" "31m", "x");
+  forge.add_file(forge.root(),
+                 "csi\xc2\x9b"
+                 "31m",
+                 "x");
   forge.add_symlink(forge.root(), "link", "target\x1b[0m\nlazycache: FAKE target line");
   forge.model().nodes[file].xattrs.push_back({"user.x\x1b[1m\nlazycache: FAKE xattr line", "v"});
   forge.model().tool_version = "lazycache 9\x1b[8m\nlazycache: FAKE version line";

@@ -51,8 +51,7 @@ SwiftStore swift_store(const std::string& prefix) {
 }
 
 std::string unique_prefix() {
-  return "mount-test/" + std::to_string(::getpid()) + "-" +
-         std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
+  return "mount-test/" + std::to_string(::getpid()) + "-" + std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
 }
 
 void must_run(const std::string& command) {
@@ -80,8 +79,9 @@ void read_everything(const std::string& mnt, const MountEnv& env) {
 // The mount must still be there; if not, fail with what `status` says and the daemon's log.
 void still_mounted(const std::string& mnt, const MountEnv& env, const char* when) {
   if (is_lazycache_mount_path(mnt)) return;
-  FAIL("the mount at " << mnt << " is gone " << when << "; status:\n" << run(cli() + " status " + quote(mnt)).out
-                       << "\ndaemon log:\n" << daemon_logs(env));
+  FAIL("the mount at " << mnt << " is gone " << when << "; status:\n"
+                       << run(cli() + " status " + quote(mnt)).out << "\ndaemon log:\n"
+                       << daemon_logs(env));
 }
 
 std::vector<std::string> files_of(const std::string& root) {
@@ -94,8 +94,7 @@ std::vector<std::string> files_of(const std::string& root) {
 
 }  // namespace
 
-TEST_CASE("an entry saved to Swift mounts lazily, reads back identical, and a second mount reads from the chunk cache",
-          "[fuse][swift]") {
+TEST_CASE("an entry saved to Swift mounts lazily, reads back identical, and a second mount reads from the chunk cache", "[fuse][swift]") {
   if (!fuse_available()) return;
   MountEnv env;
   TempDir dir;
@@ -139,7 +138,8 @@ TEST_CASE("an entry saved to Swift mounts lazily, reads back identical, and a se
     same_output(src, mnt, "find . -type f -links +1 -printf '%n %i %p\\n' | LC_ALL=C sort -k3 | awk '{print $1, $3}'");
     same_output(src, mnt, "find . ! -type l -print0 | LC_ALL=C sort -z | xargs -0 stat -c '%n %F %a %h %Y'");
     // Hardlinks share one inode on the mount as on the disk.
-    struct stat a{}, b{};
+    struct stat a {
+    }, b{};
     REQUIRE(::stat((mnt + "/node_modules/pkg-17/package.json").c_str(), &a) == 0);
     REQUIRE(::stat((mnt + "/node_modules/pkg-17/package.hardlink.json").c_str(), &b) == 0);
     CHECK(a.st_ino == b.st_ino);

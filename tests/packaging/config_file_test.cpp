@@ -12,9 +12,10 @@ using lazycache::cli::parse_config;
 namespace fs = std::filesystem;
 
 TEST_CASE("settings file: comments, blanks, quotes, export prefix", "[unit]") {
-  auto r = parse_config("# store\n\nLAZYCACHE_STORE = s3://b/p\nexport AWS_REGION='eu-west-1'\n"
-                        "LAZYCACHE_ENDPOINT=\"http://127.0.0.1:9000\"\n",
-                        "cfg");
+  auto r = parse_config(
+      "# store\n\nLAZYCACHE_STORE = s3://b/p\nexport AWS_REGION='eu-west-1'\n"
+      "LAZYCACHE_ENDPOINT=\"http://127.0.0.1:9000\"\n",
+      "cfg");
   REQUIRE(r.ok());
   REQUIRE(r->size() == 3);
   CHECK((*r)[0] == std::make_pair(std::string("LAZYCACHE_STORE"), std::string("s3://b/p")));

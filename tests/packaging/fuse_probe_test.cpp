@@ -96,7 +96,8 @@ TEST_CASE("on a root machine with /dev/fuse the trial mount succeeds and leaves 
   std::string old_tmpdir = std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "";
   setenv("TMPDIR", tmp.path.c_str(), 1);
   auto r = probe_fuse();
-  if (old_tmpdir.empty()) unsetenv("TMPDIR"); else setenv("TMPDIR", old_tmpdir.c_str(), 1);
+  if (old_tmpdir.empty()) unsetenv("TMPDIR");
+  else setenv("TMPDIR", old_tmpdir.c_str(), 1);
   INFO(r.reason);
   CHECK(r.usable);
   CHECK(r.method == "mount(2)");

@@ -9,8 +9,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <catch2/catch.hpp>
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <cstdio>
 #include <mutex>
 #include <string>
@@ -130,7 +130,7 @@ TEST_CASE("CacheWriteBackoff: 30 s, doubling to 5 min, one start per episode", "
     t = b.paused_until();
   }
   CHECK(pause == std::chrono::minutes(5));  // capped
-  CHECK(b.succeeded());  // ends the episode: the caller says so
+  CHECK(b.succeeded());                     // ends the episode: the caller says so
   CHECK_FALSE(b.succeeded());
   CHECK_FALSE(b.paused(t));
   CHECK(b.failed(t));  // a new episode warns again
@@ -146,7 +146,7 @@ TEST_CASE("a disk full of other files pauses caching with one warning and no dis
   CHECK(s.code() == ErrorCode::kResourceExhausted);
   INFO(rig.all());
   REQUIRE(rig.count("cannot store frames") == 1);
-  CHECK(rig.count(rig.cache->dir()) == 1);          // names the directory
+  CHECK(rig.count(rig.cache->dir()) == 1);                  // names the directory
   CHECK(rig.count("must stay free for other files") == 1);  // and the reason
   CHECK(rig.cache->writes_paused());
   for (int i = 0; i < 50; ++i) {

@@ -114,15 +114,18 @@ TEST_CASE("fault store: a put cut off mid-body leaves no object", "[unit]") {
 TEST_CASE("fault store: a rule limited by key and count", "[unit]") {
   Fixture f;
   f.mem->put_bytes("other", "zzzz");
-  f.faulty.add_rule(FaultRule{.op = StoreOp::kHead, .first_call = 2, .times = 2, .key_contains = "obj",
+  f.faulty.add_rule(FaultRule{.op = StoreOp::kHead,
+                              .first_call = 2,
+                              .times = 2,
+                              .key_contains = "obj",
                               .action = FaultAction{.fail = ErrorCode::kPermissionDenied}});
-  CHECK(f.faulty.head("obj").ok());                                                     // #1
-  CHECK(f.faulty.head("obj").error().code() == ErrorCode::kPermissionDenied);            // #2
-  CHECK(f.faulty.head("other").ok());                                                   // #3 other key
-  CHECK(f.faulty.head("obj").ok());                                                     // #4 past the window
+  CHECK(f.faulty.head("obj").ok());                                            // #1
+  CHECK(f.faulty.head("obj").error().code() == ErrorCode::kPermissionDenied);  // #2
+  CHECK(f.faulty.head("other").ok());                                          // #3 other key
+  CHECK(f.faulty.head("obj").ok());                                            // #4 past the window
   CHECK(f.faulty.fault_count() == 1);
-  f.faulty.add_rule(FaultRule{.op = StoreOp::kRemove, .first_call = 1, .times = 0, .key_contains = {},
-                              .action = FaultAction{.fail = ErrorCode::kUnavailable}});
+  f.faulty.add_rule(FaultRule{
+      .op = StoreOp::kRemove, .first_call = 1, .times = 0, .key_contains = {}, .action = FaultAction{.fail = ErrorCode::kUnavailable}});
   for (int i = 0; i < 5; ++i) CHECK_FALSE(f.faulty.remove("obj").ok());
   CHECK(f.mem->contains("obj"));
   f.faulty.clear_rules();

@@ -75,6 +75,12 @@ def daemon_loop(h, url, iterations, rng, failures):
     last_pid = None
     for i in range(iterations):
         # A killed daemon leaves a stale mount point (or none, if something already detached it).
+        # kill9() waited for its threads, but under load (CI's two cores, an ASan daemon's large
+        # address space to tear down) the kernel can take longer: allow it 30 s before failing.
+        deadline = time.time() + 30
+        while (time.time() < deadline and last_pid is not None and not lc_harness.is_stale(mnt)
+               and os.path.ismount(mnt)):
+            time.sleep(0.05)
         if lc_harness.is_stale(mnt):
             cleaned += 1
             if i % 2 == 1:

@@ -173,7 +173,8 @@ def is_stale(path):
         os.statvfs(path)
         return False
     except OSError as e:
-        return e.errno == errno.ENOTCONN
+        # ECONNABORTED: the request was in flight when the connection died.
+        return e.errno in (errno.ENOTCONN, errno.ECONNABORTED)
 
 
 def read_file(path):

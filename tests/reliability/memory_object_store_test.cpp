@@ -146,7 +146,10 @@ TEST_CASE("memory store: concurrent readers and writers see whole versions only"
       std::string buf(4096, '\0');
       while (!stop.load()) {
         auto n = store.get_range({"k", 0, 4096, ""}, std::as_writable_bytes(std::span(buf)));
-        if (!n.ok() || *n != 4096) { torn++; continue; }
+        if (!n.ok() || *n != 4096) {
+          torn++;
+          continue;
+        }
         uint64_t seed = static_cast<uint8_t>(buf[0]);
         if (first_ramp_mismatch(seed, 0, std::as_bytes(std::span(buf))) != -1) torn++;
       }

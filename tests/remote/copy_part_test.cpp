@@ -135,7 +135,10 @@ TEST_CASE("copy parts: local directory store", "[local]") {
     CHECK(s.code() == ErrorCode::kInvalidArgument);
   }
   SECTION("no temporaries are left behind by an aborted upload") {
-    { auto up = start(**store, "c/abandoned"); REQUIRE(up->upload_part(1, bytes_of(std::string("x"))).ok()); }
+    {
+      auto up = start(**store, "c/abandoned");
+      REQUIRE(up->upload_part(1, bytes_of(std::string("x"))).ok());
+    }
     CHECK(std::filesystem::is_empty(dir.path() + "/store/.lazycache-tmp"));
     CHECK((*store)->head("c/abandoned").error().code() == ErrorCode::kNotFound);
   }

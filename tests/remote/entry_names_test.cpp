@@ -4,11 +4,11 @@
 // use (record_access) as the file's access time, leaving the mtime and the ETag alone.
 #include <sys/stat.h>
 
-#include <catch2/catch.hpp>
+#include <fcntl.h>
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cstdlib>
 #include <cstring>
-#include <fcntl.h>
 #include <string>
 
 #include "remote/cache_keys.h"
@@ -26,11 +26,11 @@ TEST_CASE("entry_name_of: scope and key of entry objects, nothing for other obje
   REQUIRE(scoped);
   CHECK(scoped->scope == "org/repo");
   CHECK(scoped->key == "npm key");
-  CHECK(!entry_name_of("deps-1.tar"));                        // not an entry suffix
-  CHECK(!entry_name_of("a/b/deps.tar.zst"));                  // two segments: no scope of ours
-  CHECK(!entry_name_of("%2/deps.tar.zst"));                   // a broken escape
-  CHECK(!entry_name_of("%0A/deps.tar.zst"));                  // a scope with a control byte
-  CHECK(!entry_name_of("deps-%0Acache-hit=true.tar.zst"));    // a key with one
+  CHECK(!entry_name_of("deps-1.tar"));                      // not an entry suffix
+  CHECK(!entry_name_of("a/b/deps.tar.zst"));                // two segments: no scope of ours
+  CHECK(!entry_name_of("%2/deps.tar.zst"));                 // a broken escape
+  CHECK(!entry_name_of("%0A/deps.tar.zst"));                // a scope with a control byte
+  CHECK(!entry_name_of("deps-%0Acache-hit=true.tar.zst"));  // a key with one
 }
 
 TEST_CASE("LocalDirObjectStore::record_access sets the access time only", "[unit]") {
@@ -58,9 +58,9 @@ TEST_CASE("LocalDirObjectStore::record_access sets the access time only", "[unit
   REQUIRE((*store)->record_access("k.tar.zst").ok());
   auto after = (*store)->head("k.tar.zst");
   REQUIRE(after.ok());
-  CHECK(after->last_access_s > 2000000);      // now
-  CHECK(after->last_modified_s == 2000000);   // the save time stays
-  CHECK(after->etag == before->etag);         // reads pinned to the entry stay valid
+  CHECK(after->last_access_s > 2000000);     // now
+  CHECK(after->last_modified_s == 2000000);  // the save time stays
+  CHECK(after->etag == before->etag);        // reads pinned to the entry stay valid
   CHECK(!(*store)->record_access("missing.tar.zst").ok());
   CHECK(std::system(("rm -rf " + dir).c_str()) == 0);
 }

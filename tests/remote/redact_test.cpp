@@ -21,7 +21,7 @@ bool has(const std::string& text, const std::string& part) { return text.find(pa
 TEST_CASE("redact_url removes userinfo and keeps where the URL points", "[unit]") {
   CHECK(redact_url("http://user:pa55@host:8080/caches/k?x=1") == "http://***@host:8080/caches/k?x=1");
   CHECK(redact_url("https://ghp_token123@github.example/raw") == "https://***@github.example/raw");
-  CHECK(redact_url("http://u:p@ss@host/p") == "http://***@host/p");  // the last '@' ends userinfo
+  CHECK(redact_url("http://u:p@ss@host/p") == "http://***@host/p");         // the last '@' ends userinfo
   CHECK(redact_url("http://host/@scope/pkg") == "http://host/@scope/pkg");  // '@' in a path is no userinfo
   CHECK(redact_url("http://u:p@host") == "http://***@host");
   CHECK(redact_url("s3://my-bucket/ci") == "s3://my-bucket/ci");
@@ -35,16 +35,20 @@ TEST_CASE("redact_url removes the signature and credential parameters of presign
       "https://b.s3.amazonaws.com/k?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AKIAEXAMPLE%2F20260101%2Fus-east-1"
       "&X-Amz-Date=20260101T000000Z&X-Amz-Expires=3600&X-Amz-SignedHeaders=host&X-Amz-Security-Token=FwoGZXIvYXdzSESSION"
       "&X-Amz-Signature=abcdef0123456789");
-  CHECK(v4 == "https://b.s3.amazonaws.com/k?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=***"
-              "&X-Amz-Date=20260101T000000Z&X-Amz-Expires=3600&X-Amz-SignedHeaders=***&X-Amz-Security-Token=***"
-              "&X-Amz-Signature=***");
+  CHECK(v4 ==
+        "https://b.s3.amazonaws.com/k?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=***"
+        "&X-Amz-Date=20260101T000000Z&X-Amz-Expires=3600&X-Amz-SignedHeaders=***&X-Amz-Security-Token=***"
+        "&X-Amz-Signature=***");
   // AWS SigV2 (also Alibaba OSS), GCS V4 and V2, Azure SAS, CloudFront.
-  const std::string v2 = redact_url("https://b.s3.amazonaws.com/k?AWSAccessKeyId=AKIAX&Expires=1700000000&Signature=vjbyPx%2B&x-amz-security-token=TOK");
+  const std::string v2 = redact_url(
+      "https://b.s3.amazonaws.com/k?AWSAccessKeyId=AKIAX&Expires=1700000000&Signature=vjbyPx%2B&x-amz-security-token=TOK");
   CHECK(v2 == "https://b.s3.amazonaws.com/k?AWSAccessKeyId=***&Expires=1700000000&Signature=***&x-amz-security-token=***");
-  const std::string gcs = redact_url("https://storage.googleapis.com/b/k?X-Goog-Algorithm=GOOG4-RSA-SHA256&X-Goog-Credential=sa%40p.iam"
-                                     "&X-Goog-Date=20260101T000000Z&X-Goog-Expires=900&X-Goog-Signature=deadbeef");
-  CHECK(gcs == "https://storage.googleapis.com/b/k?X-Goog-Algorithm=GOOG4-RSA-SHA256&X-Goog-Credential=***"
-               "&X-Goog-Date=20260101T000000Z&X-Goog-Expires=900&X-Goog-Signature=***");
+  const std::string gcs = redact_url(
+      "https://storage.googleapis.com/b/k?X-Goog-Algorithm=GOOG4-RSA-SHA256&X-Goog-Credential=sa%40p.iam"
+      "&X-Goog-Date=20260101T000000Z&X-Goog-Expires=900&X-Goog-Signature=deadbeef");
+  CHECK(gcs ==
+        "https://storage.googleapis.com/b/k?X-Goog-Algorithm=GOOG4-RSA-SHA256&X-Goog-Credential=***"
+        "&X-Goog-Date=20260101T000000Z&X-Goog-Expires=900&X-Goog-Signature=***");
   CHECK(redact_url("https://storage.googleapis.com/b/k?GoogleAccessId=sa%40p&Expires=1&Signature=abc") ==
         "https://storage.googleapis.com/b/k?GoogleAccessId=***&Expires=1&Signature=***");
   const std::string sas = redact_url("https://acct.blob.core.windows.net/c/k?sv=2022-11-02&se=2026-01-01&sr=b&sp=r&sig=S3cr3t%3D");
@@ -103,8 +107,9 @@ TEST_CASE("store URLs never show their secrets", "[unit]") {
 TEST_CASE("a server's error text is quoted: no raw control byte, one line", "[unit]") {
   HttpResponse r;
   r.status = 500;
-  r.body = "<Error><Code>Internal\x1b[2JError\nlazycache: fake line</Code>"
-           "<Message>We failed\n\x1b[31mlazycache: all good&#10;really</Message></Error>";
+  r.body =
+      "<Error><Code>Internal\x1b[2JError\nlazycache: fake line</Code>"
+      "<Message>We failed\n\x1b[31mlazycache: all good&#10;really</Message></Error>";
   const std::string text = status_from_http(r, "GET http://h/k").to_string();
   INFO(text);
   CHECK(!has(text, "\x1b"));

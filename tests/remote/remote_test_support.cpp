@@ -7,9 +7,9 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
-#include <cstring>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -52,8 +52,8 @@ S3Env load_s3_env(const char* var) {
 }
 
 namespace {
-std::shared_ptr<S3ObjectStore> s3_store(const std::string& endpoint, bool path_style, const S3Env& env,
-                                        const std::string& prefix, S3Config config, const std::string& token) {
+std::shared_ptr<S3ObjectStore> s3_store(const std::string& endpoint, bool path_style, const S3Env& env, const std::string& prefix,
+                                        S3Config config, const std::string& token) {
   auto ep = parse_endpoint(endpoint);
   INFO("endpoint " << endpoint);
   REQUIRE(ep.ok());

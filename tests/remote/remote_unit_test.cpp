@@ -198,13 +198,13 @@ TEST_CASE("ObjectByteSource merges near ranges and clips at the end", "[unit]") 
   cfg.merge_gap_bytes = 100;
   cfg.max_request_bytes = 64 << 10;
   auto src = ObjectByteSource::from_info(memory, *info, cfg);
-  std::vector<std::string> bufs = {std::string(10, '\0'), std::string(20, '\0'), std::string(30, '\0'),
-                                   std::string(40, '\0'), std::string(500, '\0')};
+  std::vector<std::string> bufs = {std::string(10, '\0'), std::string(20, '\0'), std::string(30, '\0'), std::string(40, '\0'),
+                                   std::string(500, '\0')};
   std::vector<ReadRequest> reqs = {
-      {1000, std::as_writable_bytes(std::span<char>(bufs[0])), 0},  // 1000..1010
-      {1050, std::as_writable_bytes(std::span<char>(bufs[1])), 0},  // gap 40: merged
-      {500000, std::as_writable_bytes(std::span<char>(bufs[2])), 0},  // far: its own GET
-      {1010, std::as_writable_bytes(std::span<char>(bufs[3])), 0},  // overlaps the first group
+      {1000, std::as_writable_bytes(std::span<char>(bufs[0])), 0},             // 1000..1010
+      {1050, std::as_writable_bytes(std::span<char>(bufs[1])), 0},             // gap 40: merged
+      {500000, std::as_writable_bytes(std::span<char>(bufs[2])), 0},           // far: its own GET
+      {1010, std::as_writable_bytes(std::span<char>(bufs[3])), 0},             // overlaps the first group
       {(1 << 20) - 100, std::as_writable_bytes(std::span<char>(bufs[4])), 0},  // clipped to 100
   };
   REQUIRE(src->read_ranges(reqs).ok());
@@ -257,7 +257,8 @@ TEST_CASE("Content-Range and HTTP dates", "[unit]") {
   CHECK(cr->first == 100);
   CHECK(cr->last == 199);
   CHECK(cr->total == 1000);
-  for (const char* bad : {"bytes 5-1/10", "bytes 0-10/10", "bytes */10", "items 0-1/2", "bytes 0-1/x", ""}) CHECK(!parse_content_range(bad));
+  for (const char* bad : {"bytes 5-1/10", "bytes 0-10/10", "bytes */10", "items 0-1/2", "bytes 0-1/x", ""})
+    CHECK(!parse_content_range(bad));
   CHECK(parse_http_time("Fri, 24 May 2013 00:00:00 GMT") == 1369353600);
   CHECK(parse_http_time("2013-05-24T00:00:00.000Z") == 1369353600);
 }

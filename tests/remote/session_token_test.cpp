@@ -74,8 +74,7 @@ std::shared_ptr<S3ObjectStore> store_at(int port, const std::string& token) {
   config.bucket = "bucket";
   config.region = "us-east-1";
   config.transfer.connect_timeout_ms = 5000;
-  return std::make_shared<S3ObjectStore>(
-      config, CredentialSource::fixed(AwsCredentials{"AKIDTEST", "secret-that-must-not-leak", token}));
+  return std::make_shared<S3ObjectStore>(config, CredentialSource::fixed(AwsCredentials{"AKIDTEST", "secret-that-must-not-leak", token}));
 }
 
 }  // namespace
@@ -114,8 +113,8 @@ TEST_CASE("without a token no X-Amz-Security-Token is sent", "[unit]") {
 TEST_CASE("a rejected request with a session token names bucket and key, never the token or secret", "[unit]") {
   const std::string token = "TokenThatMustNotLeak0123456789";
   const std::string body = "<Error><Code>AccessDenied</Code><Message>denied</Message></Error>";
-  OneShotServer server("HTTP/1.1 403 Forbidden\r\nContent-Type: application/xml\r\nContent-Length: " +
-                       std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body);
+  OneShotServer server("HTTP/1.1 403 Forbidden\r\nContent-Type: application/xml\r\nContent-Length: " + std::to_string(body.size()) +
+                       "\r\nConnection: close\r\n\r\n" + body);
   std::string buf(10, '\0');
   auto g = store_at(server.port(), token)->get_range(RangeRequest{"the/key", 0, 10, ""}, std::as_writable_bytes(std::span<char>(buf)));
   REQUIRE(!g.ok());

@@ -17,9 +17,13 @@ std::string signature_of(const std::string& auth) { return auth.substr(auth.find
 }  // namespace
 
 TEST_CASE("sigv4: GET object with a range (AWS example)", "[unit][sigv4]") {
-  SignRequest r{"GET", "/test.txt", {}, {{"Host", kHost}, {"Range", "bytes=0-9"},
-               {"x-amz-content-sha256", std::string(kEmptyPayloadHash)}, {"x-amz-date", kDate}},
-               std::string(kEmptyPayloadHash), kDate, "us-east-1"};
+  SignRequest r{"GET",
+                "/test.txt",
+                {},
+                {{"Host", kHost}, {"Range", "bytes=0-9"}, {"x-amz-content-sha256", std::string(kEmptyPayloadHash)}, {"x-amz-date", kDate}},
+                std::string(kEmptyPayloadHash),
+                kDate,
+                "us-east-1"};
   std::string auth = authorization_header(r, kCreds);
   CHECK(signature_of(auth) == "f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41");
   CHECK(auth.find("SignedHeaders=host;range;x-amz-content-sha256;x-amz-date,") != std::string::npos);
@@ -30,24 +34,39 @@ TEST_CASE("sigv4: PUT object with a signed payload (AWS example)", "[unit][sigv4
   std::string body = "Welcome to Amazon S3.";
   std::string hash = sha256_hex(body);
   CHECK(hash == "44ce7dd67c959e0d3524ffac1771dfbba87d2b6b4b4e99e42034a8b803f8b072");
-  SignRequest r{"PUT", "/" + uri_encode("test$file.text", false), {},
-                {{"Host", kHost}, {"Date", "Fri, 24 May 2013 00:00:00 GMT"}, {"x-amz-date", kDate},
-                 {"x-amz-storage-class", "REDUCED_REDUNDANCY"}, {"x-amz-content-sha256", hash}},
-                hash, kDate, "us-east-1"};
+  SignRequest r{"PUT",
+                "/" + uri_encode("test$file.text", false),
+                {},
+                {{"Host", kHost},
+                 {"Date", "Fri, 24 May 2013 00:00:00 GMT"},
+                 {"x-amz-date", kDate},
+                 {"x-amz-storage-class", "REDUCED_REDUNDANCY"},
+                 {"x-amz-content-sha256", hash}},
+                hash,
+                kDate,
+                "us-east-1"};
   CHECK(signature_of(authorization_header(r, kCreds)) == "98ad721746da40c64f1a55b78f14c238d841ea1380cd77a1b5971af0ece108bd");
 }
 
 TEST_CASE("sigv4: GET bucket lifecycle, a value-less query parameter (AWS example)", "[unit][sigv4]") {
-  SignRequest r{"GET", "/", {{"lifecycle", ""}},
+  SignRequest r{"GET",
+                "/",
+                {{"lifecycle", ""}},
                 {{"Host", kHost}, {"x-amz-date", kDate}, {"x-amz-content-sha256", std::string(kEmptyPayloadHash)}},
-                std::string(kEmptyPayloadHash), kDate, "us-east-1"};
+                std::string(kEmptyPayloadHash),
+                kDate,
+                "us-east-1"};
   CHECK(signature_of(authorization_header(r, kCreds)) == "fea454ca298b7da1c68078a5d1bdbfbbe0d65c699e0f91ac7a200a0136783543");
 }
 
 TEST_CASE("sigv4: list objects, query sorted by name (AWS example)", "[unit][sigv4]") {
-  SignRequest r{"GET", "/", {{"prefix", "J"}, {"max-keys", "2"}},
+  SignRequest r{"GET",
+                "/",
+                {{"prefix", "J"}, {"max-keys", "2"}},
                 {{"Host", kHost}, {"x-amz-date", kDate}, {"x-amz-content-sha256", std::string(kEmptyPayloadHash)}},
-                std::string(kEmptyPayloadHash), kDate, "us-east-1"};
+                std::string(kEmptyPayloadHash),
+                kDate,
+                "us-east-1"};
   CHECK(canonical_query(r.query) == "max-keys=2&prefix=J");
   CHECK(signature_of(authorization_header(r, kCreds)) == "34b48302e7b5fa45bde8084f4b7868a86f0a534bc59db6670ed5711ef69dc6f7");
 }
@@ -60,8 +79,7 @@ TEST_CASE("sigv4: presigned GET (AWS example)", "[unit][sigv4]") {
 }
 
 TEST_CASE("sigv4: a different secret changes the signature", "[unit][sigv4]") {
-  SignRequest r{"GET", "/test.txt", {}, {{"Host", kHost}, {"x-amz-date", kDate}}, std::string(kUnsignedPayload), kDate,
-                "us-east-1"};
+  SignRequest r{"GET", "/test.txt", {}, {{"Host", kHost}, {"x-amz-date", kDate}}, std::string(kUnsignedPayload), kDate, "us-east-1"};
   AwsCredentials other = kCreds;
   other.secret_access_key.back() = 'X';
   CHECK(authorization_header(r, kCreds) != authorization_header(r, other));

@@ -25,8 +25,7 @@ namespace {
 
 constexpr uint64_t kMiB = 1 << 20;
 
-std::string read_range(ObjectStore& store, const std::string& key, uint64_t offset, uint64_t length,
-                       const std::string& etag = "") {
+std::string read_range(ObjectStore& store, const std::string& key, uint64_t offset, uint64_t length, const std::string& etag = "") {
   std::string out(length, '\0');
   auto n = store.get_range(RangeRequest{key, offset, length, etag}, std::as_writable_bytes(std::span<char>(out)));
   INFO(n.status().to_string());
@@ -53,7 +52,7 @@ void small_objects(ObjectStore& store, const std::string& p) {
   CHECK(read_range(store, p + "small", 100, 200) == data.substr(100, 200));
   CHECK(read_range(store, p + "small", 0, 1000, head->etag) == data);
   CHECK(read_range(store, p + "small", 900, 500) == data.substr(900));  // clipped at the end
-  CHECK(read_range(store, p + "small", 1000, 10).empty());               // at the end: 0 bytes
+  CHECK(read_range(store, p + "small", 1000, 10).empty());              // at the end: 0 bytes
   // Suffix reads give the tail plus size and etag, whatever the server does with bytes=-N.
   std::string tail(100, '\0');
   auto t = store.get_tail(p + "small", 100, std::as_writable_bytes(std::span<char>(tail)));

@@ -15,13 +15,13 @@
 #include <vector>
 
 #include "format/archive_test_util.h"
+#include "format/dir_repeats.h"
 #include "format/golden_tree.h"
 #include "format/hashing.h"
 #include "format/incremental_writer.h"
-#include "format/dir_repeats.h"
-#include "tools/save_chooser.h"
 #include "format/tree_util.h"
 #include "format/verify.h"
+#include "tools/save_chooser.h"
 
 using namespace lazycache;
 using namespace lazycache::testing;
@@ -38,7 +38,8 @@ void make_tree(const std::string& root) {
     std::string dir = root + "/d" + std::to_string(d);
     REQUIRE(::mkdir(dir.c_str(), 0755) == 0);
     for (int f = 0; f < 25; ++f)
-      write_file(dir + "/f" + std::to_string(f), pattern(200 + static_cast<size_t>((d * 25 + f) * 37 % 2900), static_cast<uint64_t>(d * 100 + f)));
+      write_file(dir + "/f" + std::to_string(f),
+                 pattern(200 + static_cast<size_t>((d * 25 + f) * 37 % 2900), static_cast<uint64_t>(d * 100 + f)));
   }
   write_file(root + "/big.bin", pattern(200 << 10, 999));
   REQUIRE(::symlink("d1/f1", (root + "/link").c_str()) == 0);
@@ -528,7 +529,7 @@ TEST_CASE("directories_to_repeat: pre-existing directories and members after a d
   CHECK(format::directories_to_repeat(nodes, {4, 1, 2, 3}) == std::vector<uint32_t>{1});
   // x at the end, after a's run: a again (GNU tar set it when the run ended).
   CHECK(format::directories_to_repeat(nodes, {1, 3, 4, 2}).empty());  // x still inside a's run
-  nodes.push_back(format::IndexNode{});  // c(5), a sibling of a
+  nodes.push_back(format::IndexNode{});                               // c(5), a sibling of a
   nodes[5].parent = 0;
   CHECK(format::directories_to_repeat(nodes, {1, 3, 4, 5, 2}) == std::vector<uint32_t>{1});
   // b's member again at the end (a dead one before): b exists, so a is not touched.

@@ -73,5 +73,4 @@ struct MountedOverlay {
   }
 };
 
-
 }  // namespace lazycache::testing

@@ -21,16 +21,17 @@
 #include "mounted_overlay.h"
 
 using namespace lazycache;
-using lazycache::testing::TempDir;
 using lazycache::testing::fuse_usable;
 using lazycache::testing::MountedOverlay;
 using lazycache::testing::run;
+using lazycache::testing::TempDir;
 
 namespace {
 
 // A listing that must match between two trees: type, mode, size and links of files, content.
 std::string tree_listing(const std::string& dir) {
-  return run("cd '" + dir + "' && find . -mindepth 1 \\( -type d -printf '%y %m %p\\n' \\) -o \\( -printf '%y %m %s %n %p %l\\n' \\) | sort"
+  return run("cd '" + dir +
+             "' && find . -mindepth 1 \\( -type d -printf '%y %m %p\\n' \\) -o \\( -printf '%y %m %s %n %p %l\\n' \\) | sort"
              " && find . -type f -print0 | sort -z | xargs -0 -r md5sum | grep -v -e '/.git/index$' -e '/.git/logs/'");  // stat data, clock
 }
 
@@ -75,15 +76,19 @@ TEST_CASE("writable mount: git clone and a build writing many objects, saved and
   MountedOverlay m;
   // A small local repository to clone.
   const std::string repo = m.dir / "repo";
-  run("git init -q '" + repo + "' && cd '" + repo + "' && mkdir -p src docs && for i in $(seq 1 40); do "
+  run("git init -q '" + repo + "' && cd '" + repo +
+      "' && mkdir -p src docs && for i in $(seq 1 40); do "
       "echo \"int f$i(void) { return $i; }\" > src/f$i.c; done && echo '# readme' > docs/README.md && "
       "git add -A && git -c user.email=t@t -c user.name=t commit -q -m one && "
       "echo 'int g(void) { return 0; }' > src/g.c && git add -A && git -c user.email=t@t -c user.name=t commit -q -m two");
   for (const std::string& where : {m.mnt, m.plain}) {
-    run("git clone -q 'file://" + repo + "' '" + where + "/cloned' && git -C '" + where + "/cloned' fsck --strict 2>&1 && "
-        "test -z \"$(git -C '" + where + "/cloned' status --porcelain)\"");
+    run("git clone -q 'file://" + repo + "' '" + where + "/cloned' && git -C '" + where +
+        "/cloned' fsck --strict 2>&1 && "
+        "test -z \"$(git -C '" +
+        where + "/cloned' status --porcelain)\"");
     // A "build": many object files written, renamed into place, some deleted (as make/ccache do).
-    run("cd '" + where + "' && mkdir -p build && for i in $(seq 1 200); do printf 'obj %s %0500d' $i $i > build/o$i.tmp && "
+    run("cd '" + where +
+        "' && mkdir -p build && for i in $(seq 1 200); do printf 'obj %s %0500d' $i $i > build/o$i.tmp && "
         "mv build/o$i.tmp build/o$i.o; done && rm build/o1?.o && rm -r node_modules/pkg-13");
   }
   require_same(tree_listing(m.mnt + "/cloned"), tree_listing(m.plain + "/cloned"), "git clone");

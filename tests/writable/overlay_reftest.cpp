@@ -47,8 +47,8 @@ void describe(const std::string& root, const std::string& rel, std::map<std::str
     d << std::oct << (st.st_mode & S_IFMT) << " " << (st.st_mode & 07777) << std::dec;
     if (S_ISREG(st.st_mode)) {
       auto bytes = read_whole_file(full, 64 << 20);
-      d << " size=" << st.st_size << " nlink=" << st.st_nlink << " content="
-        << (bytes.ok() ? testing::digest_of(*bytes).hex() : bytes.error().to_string());
+      d << " size=" << st.st_size << " nlink=" << st.st_nlink
+        << " content=" << (bytes.ok() ? testing::digest_of(*bytes).hex() : bytes.error().to_string());
     } else if (S_ISLNK(st.st_mode)) {
       char buf[4096];
       const ssize_t n = ::readlink(full.c_str(), buf, sizeof buf);
@@ -124,10 +124,10 @@ class Operations {
   }
 
   std::string describe_op() const {
-    static const char* kNames[] = {"write", "truncate", "unlink", "mkdir", "rmdir", "rename",
-                                   "symlink", "link", "chmod", "create-excl", "append", "utimens", "setxattr"};
-    return std::string(kNames[kind_]) + " '" + a_ + "' '" + b_ + "' off=" + std::to_string(offset_) +
-           " size=" + std::to_string(size_) + " mode=" + std::to_string(mode_);
+    static const char* kNames[] = {"write", "truncate", "unlink",      "mkdir",  "rmdir",   "rename",  "symlink",
+                                   "link",  "chmod",    "create-excl", "append", "utimens", "setxattr"};
+    return std::string(kNames[kind_]) + " '" + a_ + "' '" + b_ + "' off=" + std::to_string(offset_) + " size=" + std::to_string(size_) +
+           " mode=" + std::to_string(mode_);
   }
 
   int apply(const std::string& root) const {

@@ -20,9 +20,9 @@
 
 #include "format/archive_test_util.h"
 #include "fs/errno_map.h"
+#include "fs/fs_test_util.h"
 #include "fs/local_files.h"
 #include "fs/overlay.h"
-#include "fs/fs_test_util.h"
 
 using namespace lazycache;
 using lazycache::testing::TempDir;
@@ -258,16 +258,16 @@ TEST_CASE("overlay: rename of files and archive directories, over existing names
     INFO(a + " -> " + b);
     CHECK(mine == theirs);
   };
-  rn("node_modules/pkg-3/index.js", "node_modules/pkg-4/index.js");        // over an archive file
-  rn("node_modules/pkg-5/package.json", "node_modules/pkg-5/moved.json");  // to a new name
-  rn("node_modules/pkg-6", "node_modules/renamed-6");                      // archive dir, with its tree
-  rn("node_modules/renamed-6/lib", "node_modules/renamed-6/lib/inner");    // into itself: EINVAL
-  rn("node_modules/pkg-7", "node_modules/pkg-8");                          // over a non-empty dir: ENOTEMPTY
-  rn("node_modules/pkg-9/index.js", "node_modules/pkg-9/lib");             // file over dir: EISDIR
-  rn("node_modules/pkg-9/lib", "node_modules/pkg-9/index.js");             // dir over file: ENOTDIR
+  rn("node_modules/pkg-3/index.js", "node_modules/pkg-4/index.js");                        // over an archive file
+  rn("node_modules/pkg-5/package.json", "node_modules/pkg-5/moved.json");                  // to a new name
+  rn("node_modules/pkg-6", "node_modules/renamed-6");                                      // archive dir, with its tree
+  rn("node_modules/renamed-6/lib", "node_modules/renamed-6/lib/inner");                    // into itself: EINVAL
+  rn("node_modules/pkg-7", "node_modules/pkg-8");                                          // over a non-empty dir: ENOTEMPTY
+  rn("node_modules/pkg-9/index.js", "node_modules/pkg-9/lib");                             // file over dir: EISDIR
+  rn("node_modules/pkg-9/lib", "node_modules/pkg-9/index.js");                             // dir over file: ENOTDIR
   rn("node_modules/pkg-2/index.js", "node_modules/pkg-2/package.json", RENAME_NOREPLACE);  // EEXIST
-  rn("node_modules/missing", "node_modules/x");                            // ENOENT
-  rn("node_modules/pkg-11/lib", "node_modules/pkg-0/empty-dir");           // dir over an empty archive dir
+  rn("node_modules/missing", "node_modules/x");                                            // ENOENT
+  rn("node_modules/pkg-11/lib", "node_modules/pkg-0/empty-dir");                           // dir over an empty archive dir
   // Renamed archive directory: every file came along, the old name is gone for good.
   CHECK(w.ino("node_modules/pkg-6") == 0);
   CHECK(w.ino("node_modules/renamed-6/lib/util.js") != 0);
@@ -396,9 +396,18 @@ TEST_CASE("overlay: a copy-up waiting for the store does not stall lookups and g
   REQUIRE(other != 0);
   const int fds = open_fds();
   w.source->hang = true;  // every archive read now waits until released
-  auto writer = std::async(std::launch::async, [&] { return w.overlay->open(ino, O_RDWR); });
-  // Wait until the copy-up is fetching (it has asked the store for bytes).
+  // Counted before the copy-up starts: its open queues the directory's frames (locality
+  // prefetch) and its reads then join those hung fetches, so a count taken after the start can
+  // already hold every read it will make.
   const uint64_t reads_before = w.source->reads;
+  auto writer = std::async(std::launch::async, [&] { return w.overlay->open(ino, O_RDWR); });
+  // Declared after `writer`, so destroyed first: a failed REQUIRE releases the hung reads
+  // before the future's destructor waits for the copy-up (else it waits for ever).
+  struct ReleaseOnExit {
+    testing::ControlledSource& s;
+    ~ReleaseOnExit() { s.release(); }
+  } release_on_exit{*w.source};
+  // Wait until the copy-up is fetching (it has asked the store for bytes).
   for (int i = 0; i < 500 && w.source->reads == reads_before; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   REQUIRE(w.source->reads > reads_before);
   std::future<void> probe;
@@ -472,11 +481,10 @@ TEST_CASE("overlay: release while reads of the handle are in flight", "[unit]") 
       for (int i = 0; i < 20; ++i) {
         reading = true;
         auto r = w.overlay->read_sync(*h, 0, 300000);  // long enough for the release to land inside
-        if (!r.ok()) break;  // EBADF once released
+        if (!r.ok()) break;                            // EBADF once released
       }
     });
-    while (!reading) {
-    }
+    while (!reading) {}
     std::this_thread::sleep_for(std::chrono::microseconds(round % 40));
     w.overlay->release(*h);
     reader.join();

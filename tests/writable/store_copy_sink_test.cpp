@@ -79,12 +79,14 @@ struct Fixture {
     store = *LocalDirObjectStore::open(dir);
     auto body = std::make_shared<std::string>(base);
     size_t at = 0;
-    auto info = store->put("base", [body, &at](std::span<std::byte> out) -> Result<size_t> {
-      size_t n = std::min(out.size(), body->size() - at);
-      std::memcpy(out.data(), body->data() + at, n);
-      at += n;
-      return n;
-    }, {});
+    auto info = store->put("base",
+                           [body, &at](std::span<std::byte> out) -> Result<size_t> {
+                             size_t n = std::min(out.size(), body->size() - at);
+                             std::memcpy(out.data(), body->data() + at, n);
+                             at += n;
+                             return n;
+                           },
+                           {});
     REQUIRE(info.ok());
     base_info = *info;
   }
@@ -113,10 +115,10 @@ TEST_CASE("store copy sink: parts of at least 5 MiB, short runs read back, exact
   auto& object = r.object;
   const std::string a = pattern(2, kMiB), b = pattern(3, 2 * kMiB);
   REQUIRE(write(sink, a).ok());
-  REQUIRE(sink.copy_range(3, 20 * kMiB).ok());            // 1 MiB pending: 4 MiB borrowed, 16 copied
+  REQUIRE(sink.copy_range(3, 20 * kMiB).ok());  // 1 MiB pending: 4 MiB borrowed, 16 copied
   REQUIRE(write(sink, b).ok());
-  REQUIRE(sink.copy_range(25 * kMiB, 3 * kMiB).ok());     // short, after 2 MiB pending: read back
-  REQUIRE(sink.copy_range(28 * kMiB, 12 * kMiB).ok());    // 5 MiB pending go first, then a copy
+  REQUIRE(sink.copy_range(25 * kMiB, 3 * kMiB).ok());   // short, after 2 MiB pending: read back
+  REQUIRE(sink.copy_range(28 * kMiB, 12 * kMiB).ok());  // 5 MiB pending go first, then a copy
   REQUIRE(sink.commit().ok());
   const std::string want = a + f.base.substr(3, 20 * kMiB) + b + f.base.substr(25 * kMiB, 15 * kMiB);
   CHECK(object == want);
