@@ -147,6 +147,14 @@ class Overlay {
   // A snapshot of the merged directory (without "." and ".."): later changes do not disturb a
   // listing in progress, as getdents on a normal disk tolerates them.
   Result<std::vector<DirEntryInfo>> list(uint64_t ino);
+  // A directory handle: list() taken at opendir, which readdir indexes by offset so that entries
+  // made or removed meanwhile neither repeat nor shift the rest. The overlay owns the listings: a
+  // session can end with the kernel's RELEASEDIR requests still queued, and the destructor frees
+  // what was never released. listing() stays valid until release_dir() of the same handle, which
+  // the kernel never sends while a READDIR of it runs; it is nullptr for an unknown handle.
+  Result<uint64_t> open_dir(uint64_t ino);
+  const std::vector<DirEntryInfo>* listing(uint64_t dir_handle) const;
+  void release_dir(uint64_t dir_handle);
 
   Result<std::optional<std::string>> getxattr(uint64_t ino, std::string_view name);
   Result<std::vector<std::string>> listxattr(uint64_t ino);
@@ -268,6 +276,9 @@ class Overlay {
   uint64_t next_handle_ = 1;
   mutable std::atomic<uint64_t> temp_counter_{0};  // work/ temp names; used without mu_
   uint64_t copy_ups_ = 0;
+  mutable std::mutex listings_mu_;  // guards the two below only; never held with mu_
+  std::unordered_map<uint64_t, std::unique_ptr<const std::vector<DirEntryInfo>>> listings_;
+  uint64_t next_listing_ = 1;
   // Set once upper/ may hold a whiteout: until then an archive hardlink group's link count is
   // the archive's, after it is counted (lower_stat).
   bool may_have_whiteouts_ = false;

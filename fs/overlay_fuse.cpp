@@ -192,25 +192,19 @@ void op_release(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) {
   fuse_reply_err(req, 0);
 }
 
-// A directory handle is the listing taken at opendir: offsets index into it, so entries made or
-// removed during a listing neither repeat nor shift the rest.
-struct DirHandle {
-  std::vector<DirEntryInfo> entries;
-};
-
 void op_opendir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   guarded(req, [&] {
-    auto list = overlay_of(req).list(ino);
-    if (!list.ok()) return reply_error(req, list.error());
-    auto* d = new DirHandle{std::move(list).value()};
-    fi->fh = reinterpret_cast<uint64_t>(d);
-    if (fuse_reply_open(req, fi) != 0) delete d;
+    auto h = overlay_of(req).open_dir(ino);
+    if (!h.ok()) return reply_error(req, h.error());
+    fi->fh = *h;
+    if (fuse_reply_open(req, fi) != 0) overlay_of(req).release_dir(*h);
   });
 }
 
 void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info* fi) {
   guarded(req, [&] {
-    const auto* d = reinterpret_cast<const DirHandle*>(fi->fh);
+    const std::vector<DirEntryInfo>* entries = overlay_of(req).listing(fi->fh);
+    if (entries == nullptr) return void(fuse_reply_err(req, EBADF));
     std::vector<char> buf(size);
     size_t used = 0;
     auto add = [&](const char* name, uint64_t entry_ino, uint32_t type, off_t next) {
@@ -226,8 +220,8 @@ void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_fil
     // Offsets: 1 after ".", 2 after "..", 3 + i after entry i.
     if (off < 1 && !add(".", ino, S_IFDIR, 1)) return void(fuse_reply_buf(req, buf.data(), used));
     if (off < 2 && !add("..", ino, S_IFDIR, 2)) return void(fuse_reply_buf(req, buf.data(), used));
-    for (size_t i = off < 3 ? 0 : static_cast<size_t>(off) - 2; i < d->entries.size(); ++i) {
-      const DirEntryInfo& e = d->entries[i];
+    for (size_t i = off < 3 ? 0 : static_cast<size_t>(off) - 2; i < entries->size(); ++i) {
+      const DirEntryInfo& e = (*entries)[i];
       if (!add(e.name.c_str(), e.ino, e.type, static_cast<off_t>(i + 3))) break;
     }
     fuse_reply_buf(req, buf.data(), used);
@@ -238,8 +232,9 @@ void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_fil
 // here; a name that does not fit the buffer, or a reply the kernel never got, is forgotten again.
 void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info* fi) {
   guarded(req, [&] {
-    const auto* d = reinterpret_cast<const DirHandle*>(fi->fh);
     Overlay& overlay = overlay_of(req);
+    const std::vector<DirEntryInfo>* entries = overlay.listing(fi->fh);
+    if (entries == nullptr) return void(fuse_reply_err(req, EBADF));
     std::vector<char> buf(size);
     size_t used = 0;
     std::vector<uint64_t> counted;
@@ -262,11 +257,11 @@ void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse
     };
     if (off < 1 && !add_dot(".", 1)) return reply();
     if (off < 2 && !add_dot("..", 2)) return reply();
-    for (size_t i = off < 3 ? 0 : static_cast<size_t>(off) - 2; i < d->entries.size(); ++i) {
-      auto looked = overlay.lookup(ino, d->entries[i].name);
+    for (size_t i = off < 3 ? 0 : static_cast<size_t>(off) - 2; i < entries->size(); ++i) {
+      auto looked = overlay.lookup(ino, (*entries)[i].name);
       if (!looked.ok()) continue;  // removed since the listing was taken
       fuse_entry_param e = entry_param(req, *looked);
-      if (!add(d->entries[i].name.c_str(), e, static_cast<off_t>(i + 3))) {
+      if (!add((*entries)[i].name.c_str(), e, static_cast<off_t>(i + 3))) {
         overlay.forget(looked->ino, 1);
         break;
       }
@@ -277,7 +272,7 @@ void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse
 }
 
 void op_releasedir(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) {
-  delete reinterpret_cast<DirHandle*>(fi->fh);
+  overlay_of(req).release_dir(fi->fh);
   fuse_reply_err(req, 0);
 }
 

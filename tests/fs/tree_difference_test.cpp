@@ -34,6 +34,7 @@ void set_mtime(const std::string& path, time_t seconds) {
 
 TEST_CASE("scanned_tree_difference ignores the times of implicit ancestors, not of members", "[unit]") {
   TempDir dir;
+  REQUIRE(::mkdir((dir / "above").c_str(), 0755) == 0);
   testing::make_node_like_tree(dir / "above/root", 3);
   const std::string root = dir / "above/root";
   set_mtime(dir / "above", 1500000000);
