@@ -3,6 +3,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -112,6 +113,11 @@ std::vector<std::string> list_dir(const std::string& path) {
   }
   ::closedir(d);
   return out;
+}
+
+bool remove_tree(const std::string& dir) {
+  auto rm = [](const char* path, const struct stat*, int, FTW*) { return ::remove(path); };
+  return ::nftw(dir.c_str(), rm, 64, FTW_DEPTH | FTW_PHYS) == 0 || errno == ENOENT;
 }
 
 }  // namespace lazycache

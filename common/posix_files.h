@@ -67,5 +67,8 @@ Status replace_file(const std::string& path, const std::string& content, mode_t 
 std::string unique_temp_name(const std::string& path);
 // Names in a directory except "." and ".."; empty if it cannot be read.
 std::vector<std::string> list_dir(const std::string& path);
+// rm -rf of `dir` without following symlinks (at most 64 descriptors, whatever the depth); true
+// when it is gone (or never existed).
+bool remove_tree(const std::string& dir);
 
 }  // namespace lazycache

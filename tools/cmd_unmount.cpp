@@ -14,6 +14,7 @@
 #include "tools/mount_state.h"
 #include "tools/process_exit.h"
 #include "tools/run_dir_cleanup.h"
+#include "tools/unmount_discard.h"
 #include "tools/unmount_save.h"
 
 namespace lazycache::cli {
@@ -142,6 +143,12 @@ int run_unmount(ArgParser& args) {
       if (contains(gone, p)) clean.push_back(p);
     }
     clean_after_save(clean);
+    // Unmounted without --save: the changes go with the mount (a --upper-dir stays the user's).
+    std::vector<std::string> unsaved;
+    for (const auto& p : gone) {
+      if (!contains(saved.done, p)) unsaved.push_back(p);
+    }
+    discard_unsaved_changes(unsaved);
   }
   // What the daemons that ended (here or before) left in the run directory (after the saves'
   // cleanup above, which reads their records).

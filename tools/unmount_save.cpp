@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "tools/unmount_save.h"
 
-#include <ftw.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,6 +12,7 @@
 #include <optional>
 #include <sstream>
 
+#include "common/posix_files.h"
 #include "format/archive_writer.h"
 #include "fs/local_files.h"
 #include "remote/upload_sink.h"
@@ -50,12 +50,6 @@ bool upper_changed(const SaveRecord& r) {
   if (r.pid == 0) return true;            // a miss: the plain directory is what the job made
   if (r.state_dir.empty()) return false;  // --read-only: nothing can have changed
   return !fs::list_dir(r.state_dir + "/upper").empty();
-}
-
-// rm -rf without following symlinks (the upper layer holds whatever the job made).
-bool remove_tree(const std::string& dir) {
-  auto rm = [](const char* path, const struct stat*, int, FTW*) { return ::remove(path); };
-  return ::nftw(dir.c_str(), rm, 64, FTW_DEPTH | FTW_PHYS) == 0 || errno == ENOENT;
 }
 
 struct Group {

@@ -2,6 +2,8 @@
 # SPDX-License-Identifier: MIT
 # The run directory after mounts end (issue 18 items 8 and 11), real FUSE, local store:
 #  - unmount leaves none of the daemon's files (state, access list, empty log, save record);
+#  - unmount without --save discards a writable mount's changes (its upper directory) unless
+#    the user named it with --upper-dir;
 #  - a foreground mount ended by SIGINT is not listed by status, and its files go;
 #  - status --json with no mounts prints [] (valid JSON), status prints "no lazycache mounts";
 #  - a lazily detached mount whose daemon still serves an open file keeps its files until the
@@ -41,6 +43,23 @@ grep -q -- '--memory-budget=64M' "$W"/run/save-*_m.info && ! grep -q -- '32M' "$
   fail "the save record's budget: $(cat "$W"/run/save-*_m.info)"
 "$LC" unmount "$W/m" > /dev/null 2>&1
 [ -z "$(run_files)" ] || fail "unmount left: $(run_files)"
+
+# Changes made through a writable mount and not saved go with a plain unmount: the upper
+# directory mount made next to the cache goes too (it used to stay, one per job, for ever), and
+# the unmount says what it discarded. One the user named with --upper-dir stays theirs.
+"$LC" mount --key k "$W/m" > /dev/null
+echo changed >> "$W/m/f"
+ls -d "$W"/upper/mount-* > /dev/null 2>&1 || fail "no upper directory under $W/upper for a writable mount"
+"$LC" unmount "$W/m" > "$W/um.out" 2>&1 || fail "unmount: $(cat "$W/um.out")"
+grep -q "changes made through the mount are discarded" "$W/um.out" || fail "unmount did not say it discarded the changes: $(cat "$W/um.out")"
+[ -z "$(ls "$W/upper" 2>/dev/null)" ] || fail "unmount left upper directories: $(ls "$W/upper")"
+[ "$(cat "$W/src/f")" = hello ] || fail "the saved tree changed"
+"$LC" mount --key k --upper-dir "$W/mine" "$W/m" > /dev/null
+echo changed >> "$W/m/f"
+"$LC" unmount "$W/m" > "$W/um.out" 2>&1 || fail "unmount (--upper-dir): $(cat "$W/um.out")"
+grep -q "changes stay in" "$W/um.out" || fail "unmount did not say where the --upper-dir changes are: $(cat "$W/um.out")"
+[ "$(cat "$W/mine/upper/f")" = "$(printf 'hello\nchanged')" ] || fail "the --upper-dir lost the change: $(ls -R "$W/mine")"
+[ -z "$(run_files)" ] || fail "unmount (--upper-dir) left: $(run_files)"
 
 # A miss leaves a record (no daemon) for unmount --save: it stays.
 "$LC" mount --key miss "$W/miss" > /dev/null
