@@ -112,7 +112,8 @@ class Harness:
             # tell it is a directory): cleaning it is `mount`'s job, which the test checks.
             pass
         self.mounts.append(mnt)
-        return self.lc("mount", "--store", store, "--key", key, "--cache-dir", cache, *extra, mnt, timeout=60)
+        # The entry was saved from src, not mnt: --any-paths (the paths are part of its identity).
+        return self.lc("mount", "--store", store, "--any-paths", "--key", key, "--cache-dir", cache, *extra, mnt, timeout=60)
 
     def daemon_pid(self, mnt, wait_s=5):
         """The live daemon serving mnt (its state file may trail the mount by one write).
