@@ -176,11 +176,9 @@ Result<KeyResolution> resolve_cache_key(ObjectStore& store, std::string_view sco
       return out;
     }
     if (exact.error().code() != ErrorCode::kNotFound) return exact.error().with_context("looking up key " + primary);
-    // What the miss message names: the key saved for other paths (a store that cannot list, a
-    // presigned URL, has no such answer).
+    // What the miss message names: the key saved for other paths. Best effort: a store that
+    // cannot list (a presigned URL) or may not (no s3:ListBucket) still answers a miss.
     auto others = list_entries(store, scope, primary, /*exact_key=*/true);
-    if (!others.ok() && others.error().code() != ErrorCode::kUnsupported)
-      return others.error().with_context("listing the entries of key " + primary);
     if (others.ok()) out.other_versions = std::move(*others);
   } else {
     // Any version: the newest entry of the key, versioned or not.
@@ -189,15 +187,14 @@ Result<KeyResolution> resolve_cache_key(ObjectStore& store, std::string_view sco
       out.match = all->front();
       return out;
     }
-    if (!all.ok() && all.error().code() != ErrorCode::kUnsupported)
-      return all.error().with_context("listing the entries of key " + primary);
-    if (!all.ok()) {  // cannot list: the one name without a version
+    if (!all.ok()) {  // cannot list (a presigned URL, a server without ListObjectsV2): the name without a version
       auto exact = store.head(exact_name);
       if (exact.ok()) {
         out.match = KeyMatch{primary, true, *exact, ""};
         return out;
       }
       if (exact.error().code() != ErrorCode::kNotFound) return exact.error().with_context("looking up key " + primary);
+      if (all.error().code() != ErrorCode::kUnsupported) return all.error().with_context("listing the entries of key " + primary);
     }
   }
   for (const auto& prefix : restore_prefixes) {
