@@ -20,6 +20,7 @@
 #include <optional>
 #include <shared_mutex>
 
+#include "common/byte_format.h"
 #include "fs/chunk_cache_check.h"
 #include "fs/local_files.h"
 
@@ -43,14 +44,6 @@ constexpr uint64_t kFloorCapBytes = 1ull << 30;
 // (maxreaders - 1) * 64-byte reader slots + a 192-byte header; a page of slack on top.
 constexpr uint64_t kLockFileBytes = kMaxReaders * 64ull + 4096;
 
-std::string size_text(uint64_t bytes) {
-  char buf[32];
-  if (bytes >= (1ull << 30)) std::snprintf(buf, sizeof buf, "%.1f GiB", static_cast<double>(bytes) / (1ull << 30));
-  else if (bytes >= (1ull << 20)) std::snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(bytes) / (1ull << 20));
-  else std::snprintf(buf, sizeof buf, "%.1f KiB", static_cast<double>(bytes) / 1024);
-  return buf;
-}
-
 Result<struct statvfs> fs_stat(const std::string& dir) {
   struct statvfs st;
   if (::statvfs(dir.c_str(), &st) != 0) return errno_status("statvfs " + dir);
@@ -72,7 +65,7 @@ Status preallocate_lock_file(const std::string& path) {
     // fallocate(2), not posix_fallocate: glibc's fallback for filesystems without it writes
     // into a file other processes may be using through their mappings.
     if (::fallocate(fd, 0, 0, size) != 0 && errno != EOPNOTSUPP) {
-      s = errno_status("chunk cache: allocating the LMDB lock file " + path + " (" + size_text(static_cast<uint64_t>(size)) + ")");
+      s = errno_status("chunk cache: allocating the LMDB lock file " + path + " (" + human_bytes(static_cast<uint64_t>(size)) + ")");
     }
   }
   ::close(fd);
@@ -530,8 +523,8 @@ Status ChunkCache::make_room(uint64_t size) {
       // have (it still serves hits) and pause.
       release(size);
       return Status(ErrorCode::kResourceExhausted,
-                    "its filesystem has " + size_text(free) + " free, " + size_text(min_free_) +
-                        " must stay free for other files, and the cache holds only " + size_text(total) + " to evict",
+                    "its filesystem has " + human_bytes(free) + " free, " + human_bytes(min_free_) +
+                        " must stay free for other files, and the cache holds only " + human_bytes(total) + " to evict",
                     ENOSPC);
     }
     Status evicting = evict_locked(txn->get(), total - need, evicted, freed);
@@ -550,9 +543,9 @@ Status ChunkCache::make_room(uint64_t size) {
     floor_warned_ = true;
   }
   if (first) {
-    warn_("chunk cache " + dir_ + ": its filesystem has only " + size_text(free) + " free and " + size_text(min_free_) +
-          " must stay free for other files: evicting older chunks to make room (the cache holds " + size_text(total - freed) +
-          "; its bound is " + size_text(max_bytes()) + ")");
+    warn_("chunk cache " + dir_ + ": its filesystem has only " + human_bytes(free) + " free and " + human_bytes(min_free_) +
+          " must stay free for other files: evicting older chunks to make room (the cache holds " + human_bytes(total - freed) +
+          "; its bound is " + human_bytes(max_bytes()) + ")");
   }
   return Status();
 }

@@ -2,6 +2,7 @@
 #include "tools/archive_input.h"
 
 #include "remote/object_byte_source.h"
+#include "tools/mount_state.h"
 #include "tools/store_options.h"
 
 namespace lazycache::cli {
@@ -11,6 +12,7 @@ void add_archive_input_options(ArgParser& args) {
   // only the frames the command needs are fetched.
   add_store_options(args, StoreUse::kRead);
   add_key_options(args);
+  args.multi("paths", "PATH", "with --key: the entry saved for these paths (default: the key's newest entry, whatever its paths)");
 }
 
 namespace {
@@ -19,8 +21,13 @@ namespace {
 // one request that brings the tail (seek table + index) along.
 Result<std::unique_ptr<format::ArchiveReader>> open_store_entry(const ArgParser& args) {
   LC_ASSIGN_OR_RETURN(auto store, open_store(args));
-  LC_ASSIGN_OR_RETURN(auto entry, resolve_entry(*store, args));
-  if (!entry.match) return Status(ErrorCode::kNotFound, "no entry for key " + entry.primary_key + " in " + store->describe());
+  std::vector<std::string> saved_paths;
+  for (const auto& p : args.get_all("paths")) saved_paths.push_back(absolute_path(p));
+  LC_ASSIGN_OR_RETURN(auto entry, resolve_entry(store, args, saved_paths));
+  if (!entry.match) {
+    std::string why = other_paths_message(entry, store->describe());
+    return Status(ErrorCode::kNotFound, why.empty() ? "no entry for key " + entry.primary_key + " in " + store->describe() : why);
+  }
   LC_ASSIGN_OR_RETURN(auto source, remote::ObjectByteSource::open(store, entry.match->object.key));
   std::string where = source->describe();
   auto reader = format::ArchiveReader::open(std::shared_ptr<const ByteSource>(std::move(source)));

@@ -41,7 +41,7 @@ int run_cache(ArgParser& args) {
                 << ",\"missing_rows_removed\":" << r->missing_rows_removed << ",\"bytes_freed\":" << r->bytes_freed << "}\n";
     } else {
       std::cout << "evicted " << r->evicted_chunks << " chunks, removed " << r->orphan_files_removed << " orphan files and "
-                << r->missing_rows_removed << " dangling rows; freed " << size_text(r->bytes_freed) << "\n";
+                << r->missing_rows_removed << " dangling rows; freed " << human_bytes(r->bytes_freed) << "\n";
     }
   } else if (action == "clear") {
     Status s = (*cache)->clear();
@@ -54,8 +54,8 @@ int run_cache(ArgParser& args) {
     std::cout << "{\"dir\":\"" << (*cache)->dir() << "\",\"chunks\":" << st->chunk_count << ",\"bytes\":" << st->total_bytes
               << ",\"max_bytes\":" << st->max_bytes << "}\n";
   } else {
-    std::cout << (*cache)->dir() << ": " << st->chunk_count << " chunks, " << size_text(st->total_bytes) << " of "
-              << size_text(st->max_bytes) << "\n";
+    std::cout << (*cache)->dir() << ": " << st->chunk_count << " chunks, " << human_bytes(st->total_bytes) << " of "
+              << human_bytes(st->max_bytes) << "\n";
   }
   return kExitOk;
 }

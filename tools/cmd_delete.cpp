@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
-// `lazycache delete [--scope S] KEY...`: removes entries (like `gh cache delete`). An entry a
-// live mount serves is refused: its daemon still reads it.
+// `lazycache delete [--scope S] KEY...`: removes entries (like `gh cache delete`): every entry of
+// each KEY, whatever paths it was saved for. An entry a live mount serves is refused: its daemon
+// still reads it.
 #include <iostream>
 
 #include "remote/cache_keys.h"
@@ -26,33 +27,37 @@ int run_delete(ArgParser& args) {
   const std::string scope = args.get("scope");
   int result = kExitOk;
   for (const std::string& key : args.positionals()) {
-    auto object = remote::entry_object_key(scope, key);
-    if (!object.ok()) return report_error("delete", object.error());
-    auto info = (*store)->head(*object);
-    if (!info.ok() && info.error().code() != ErrorCode::kNotFound) {
-      report_error("delete", info.error().with_context("looking up key " + key));
+    if (auto valid = remote::entry_object_key(scope, key, ""); !valid.ok()) return report_error("delete", valid.error());
+    // Every entry of the key: one per set of paths it was saved for (remote/cache_keys.h).
+    auto listed = list_store_entries(**store, scope, key);
+    if (!listed.ok()) {
+      report_error("delete", listed.error().with_context("looking up key " + key));
       result = kExitFailure;
       continue;
     }
-    if (!info.ok()) {
+    std::vector<StoreEntry> entries;
+    for (StoreEntry& e : *listed)
+      if (e.scope == scope && e.key == key) entries.push_back(std::move(e));
+    if (entries.empty()) {
       std::cerr << "lazycache delete: no entry for key " << key << " in " << (*store)->describe() << "\n";
       if (result == kExitOk) result = kExitNotFound;
       continue;
     }
-    std::vector<StoreEntry> one{StoreEntry{scope, key, *info}};
-    mark_entries_in_use(one, (*store)->describe());
-    const StoreEntry* found = &one.front();
-    if (!found->in_use_by.empty()) {
-      std::cerr << "lazycache delete: key " << key << " is mounted at " << found->in_use_by << ": not deleting it (unmount it first)\n";
-      result = kExitFailure;
-      continue;
+    mark_entries_in_use(entries, (*store)->describe());
+    for (const StoreEntry& e : entries) {
+      if (!e.in_use_by.empty()) {
+        std::cerr << "lazycache delete: key " << key << " is mounted at " << e.in_use_by << ": not deleting it (unmount it first)\n";
+        result = kExitFailure;
+        continue;
+      }
+      if (Status s = (*store)->remove(e.object.key); !s.ok()) {
+        report_error("delete", s.with_context("deleting key " + key));
+        result = kExitFailure;
+        continue;
+      }
+      std::cout << "deleted key " << key << (entries.size() > 1 ? " (" + e.object.key + ")" : "") << " (" << human_bytes(e.object.size)
+                << ") from " << (*store)->describe() << "\n";
     }
-    if (Status s = (*store)->remove(*object); !s.ok()) {
-      report_error("delete", s.with_context("deleting key " + key));
-      result = kExitFailure;
-      continue;
-    }
-    std::cout << "deleted key " << key << " (" << human_bytes(found->object.size) << ") from " << (*store)->describe() << "\n";
   }
   return result;
 }

@@ -34,12 +34,14 @@ int run_list(ArgParser& args) {
   for (const StoreEntry& e : *entries) {
     total += e.object.size;
     if (args.has("json")) {
-      std::cout
-          << StoreEntryJson{e.scope, e.key, e.object.key, e.object.size, e.object.last_modified_s, e.last_used_s, e.in_use_by}.to_json()
-          << "\n";
+      std::cout << StoreEntryJson{e.scope,       e.key,       e.object.key, e.object.size, e.object.last_modified_s,
+                                  e.last_used_s, e.in_use_by, e.version}
+                       .to_json()
+                << "\n";
       continue;
     }
-    std::cout << e.key << (e.scope.empty() ? "" : "  (scope " + e.scope + ")") << "  " << human_bytes(e.object.size) << "  saved "
+    std::cout << e.key << (e.scope.empty() ? "" : "  (scope " + e.scope + ")") << "  paths "
+              << (e.version.empty() ? "unversioned" : e.version) << "  " << human_bytes(e.object.size) << "  saved "
               << age_text(now - e.object.last_modified_s) << " ago, used " << age_text(now - e.last_used_s) << " ago"
               << (e.in_use_by.empty() ? "" : ", mounted at " + e.in_use_by) << "\n";
   }

@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: MIT
-// `lazycache lookup --key K [--restore-keys P]...`: which entry a restore would use, without
-// downloading anything (a HEAD, then list requests per prefix). Prints the actions/cache
+// `lazycache lookup --key K [--restore-keys P]... [PATH...]`: which entry a restore of the PATHs
+// would use, without downloading anything (a HEAD, then list requests per prefix; the PATHs give
+// the entry's version, as for restore). Prints the actions/cache
 // outputs (and appends them to $GITHUB_OUTPUT) and the entry's size and age.
 #include <ctime>
 #include <iostream>
 
 #include "tools/command.h"
+#include "tools/mount_state.h"
 #include "tools/store_options.h"
 
 namespace lazycache::cli {
@@ -23,11 +25,17 @@ int run_lookup(ArgParser& args) {
   }
   auto store = open_store(args);
   if (!store.ok()) return report_error("lookup", store.error());
-  auto entry = resolve_entry(**store, args, EntryUse::kLookOnly);
+  std::vector<std::string> saved_paths;
+  for (const auto& p : args.positionals()) saved_paths.push_back(absolute_path(p));
+  auto entry = resolve_entry(*store, args, saved_paths, EntryUse::kLookOnly);
   if (!entry.ok()) return report_error("lookup", entry.error());
   Status printed = print_key_outputs(*entry);
   if (!printed.ok()) return report_error("lookup", printed);
   if (!entry->match) {
+    if (std::string why = other_paths_message(*entry, (*store)->describe()); !why.empty()) {
+      std::cerr << "lazycache lookup: " << why << "\n";
+      return args.has("fail-on-cache-miss") ? kExitNotFound : kExitOk;
+    }
     std::cerr << "lazycache lookup: no entry for key " << entry->primary_key << " in " << (*store)->describe() << "\n";
     return args.has("fail-on-cache-miss") ? kExitNotFound : kExitOk;
   }
@@ -39,7 +47,7 @@ int run_lookup(ArgParser& args) {
 }
 
 const CommandRegistration kLookup{"lookup", "find the entry a restore would use (no download)",
-                                  "--key KEY [--restore-keys PREFIX]... [--scope S] [--store URL]", run_lookup};
+                                  "--key KEY [--restore-keys PREFIX]... [--scope S] [--store URL] [--any-paths] [PATH...]", run_lookup};
 
 }  // namespace
 }  // namespace lazycache::cli

@@ -159,9 +159,15 @@ int run_mount(ArgParser& args) {
   } else {
     auto store = open_store(args);
     if (!store.ok()) return fail(store.error());
-    auto entry = resolve_entry(**store, args);
+    // What unmount --save will open, parsed once (tools/save_record.h keeps the typed values).
+    auto store_settings = recorded_store_settings(args, StoreUse::kMount);
+    if (!store_settings.ok()) return fail(store_settings.error());
+    auto entry = resolve_entry(*store, args, paths);
     if (!entry.ok()) return fail(entry.error());
     if (!entry->match) {
+      // Saved for other paths: a miss, as actions/cache's version makes it (never their tree here).
+      if (std::string why = other_paths_message(*entry, (*store)->describe()); !why.empty())
+        std::cerr << "lazycache mount: " << why << "\n";
       Status printed = print_key_outputs(*entry, !json);  // a miss is a complete answer: cache-hit=false
       if (!printed.ok()) return fail(printed);
       if (json)
@@ -175,7 +181,8 @@ int run_mount(ArgParser& args) {
         if (!s.ok()) return fail(s);
       }
       for (const auto& p : paths) {
-        SaveRecord rec{p, entry->primary_key, args.get("scope"), false, 0, "", recorded_store_args(args), ""};
+        SaveRecord rec{p, entry->primary_key, args.get("scope"), false, 0, "", *store_settings, ""};
+        rec.version = remote::entry_version(paths);  // what this job's save of the paths is named for
         Status recorded = write_save_record(rec);
         if (!recorded.ok()) return fail(recorded.with_context("recording the key for unmount --save"));
       }
@@ -191,7 +198,8 @@ int run_mount(ArgParser& args) {
     resolved = *entry;
     store_name = (*store)->describe();
     base_etag = entry->match->object.etag;
-    record = SaveRecord{"", entry->primary_key, args.get("scope"), entry->cache_hit(), ::getpid(), "", recorded_store_args(args), ""};
+    record = SaveRecord{"", entry->primary_key, args.get("scope"), entry->cache_hit(), ::getpid(), "", *store_settings, ""};
+    record->base_object = entry->match->object.key;
   }
 
   auto counting = std::make_shared<CountingSource>(source);
@@ -200,6 +208,12 @@ int run_mount(ArgParser& args) {
   const uint64_t mount_reads = counting->reads();
   auto placements = format::place_roots((*reader)->index(), paths);  // the rule restore uses
   if (!placements.ok()) return fail(placements.error());
+  // A save of these mounts is named for the mount points, in this order (remote::entry_version).
+  if (record) {
+    std::vector<std::string> mounted_at;
+    for (const auto& pl : *placements) mounted_at.push_back(pl.path);
+    record->version = remote::entry_version(mounted_at);
+  }
   if (!args.has("allow-nonempty")) {
     for (const auto& pl : *placements) {
       Status empty = require_empty_mountpoint(pl.path);
@@ -292,7 +306,7 @@ int run_mount(ArgParser& args) {
     human << "mounted " << format::quote_path_if_needed(filesystem.index().path(m->config().root)) << " of " << info.archive << " at "
           << format::quote_path_if_needed(m->mountpoint()) << "\n";
   }
-  human << "  " << totals.file_count << " files, " << size_text(totals.file_bytes) << " in " << size_text(source->size())
+  human << "  " << totals.file_count << " files, " << human_bytes(totals.file_bytes) << " in " << human_bytes(source->size())
         << "; ready after " << mount_reads << " range reads" << (daemon->foreground() ? "" : "; daemon pid " + std::to_string(getpid()))
         << "\n";
   // The outputs only now that every mount serves: a failed mount must never tell the workflow

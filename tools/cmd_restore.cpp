@@ -37,7 +37,7 @@ std::vector<std::string> mount_args(const ArgParser& args) {
   for (const char* name : {"store", "endpoint", "region", "concurrency", "part-size", "memory-budget", "retries", "key", "scope"})
     if (args.has(name)) out.insert(out.end(), {std::string("--") + name, args.get(name)});
   for (const auto& v : args.get_all("restore-keys")) out.insert(out.end(), {"--restore-keys", v});
-  for (const char* flag : {"path-style", "virtual-hosted", "sign-payload", "fail-on-cache-miss", "json"})
+  for (const char* flag : {"path-style", "virtual-hosted", "sign-payload", "fail-on-cache-miss", "json", "any-paths"})
     if (args.has(flag)) out.push_back(std::string("--") + flag);
   out.push_back("--");
   for (const auto& p : args.positionals()) out.push_back(p);
@@ -139,10 +139,15 @@ int run_restore(ArgParser& args) {
 
   auto store = open_store(args);
   if (!store.ok()) return report_error("restore", store.error());
-  auto entry = resolve_entry(**store, args);
+  std::vector<std::string> saved_paths;
+  for (const auto& p : args.positionals()) saved_paths.push_back(absolute_path(p));
+  auto entry = resolve_entry(*store, args, saved_paths);
   if (!entry.ok()) return report_error("restore", entry.error());
   if (!entry->match) {
     const bool json = args.has("json");
+    // Saved for other paths: a miss, as actions/cache's version makes it (never their tree here).
+    if (std::string why = other_paths_message(*entry, (*store)->describe()); !why.empty())
+      std::cerr << "lazycache restore: " << why << "\n";
     Status printed = print_key_outputs(*entry, !json);  // a miss is a complete answer: cache-hit=false
     if (!printed.ok()) return report_error("restore", printed);
     (json ? std::cerr : std::cout) << "cache miss for key " << entry->primary_key << " in " << (*store)->describe()

@@ -8,11 +8,13 @@
 #include <iostream>
 
 #include "format/archive_writer.h"
+#include "remote/cache_keys.h"
 #include "remote/upload_sink.h"
 #include "tools/command.h"
 #include "tools/json_output.h"
 #include "tools/mount_state.h"
 #include "tools/progress.h"
+#include "tools/save_options.h"
 #include "tools/store_entries.h"
 #include "tools/store_options.h"
 #include "tools/trace_state.h"
@@ -28,53 +30,36 @@ int skipped(const std::string& key, const std::string& where, bool json) {
 }
 
 int run_save(ArgParser& args) {
-  add_store_options(args);
-  add_key_options(args, /*with_restore_keys=*/false);
-  args.option("level", "N", "zstd level", "3");
-  args.option("frame-size", "SIZE", "target uncompressed frame size", "4M");
-  args.option("threads", "N", "compression threads (0: one per CPU)", "0");
-  args.flag("xattrs", "store extended attributes");
-  args.flag("json", "print one JSON object (docs/cli.md) instead of the summary line");
-  args.flag("quiet", "no progress and no summary (errors still go to stderr)");
-  args.alias("-q", "quiet");
-  args.flag("no-trace", "ignore a `lazycache trace` of PATHs (by default it is stopped and the files the job read go first)");
+  add_save_options(args);
   int code = 0;
   if (!args.parse(code)) return code;
-  const bool json = args.has("json");
   if (args.get("key").empty() || args.positionals().empty()) {
     std::cerr << "lazycache save: usage: lazycache save --key KEY [options] PATH...\n";
     return kExitUsage;
   }
-  auto level = args.get_int("level");
-  auto frame = args.get_size("frame-size");
-  auto threads = args.get_int("threads");
-  auto transfer = transfer_config_from(args);
-  for (const Status& s : {level.status(), frame.status(), threads.status(), transfer.status()})
-    if (!s.ok()) return report_error("save", s);
-  if (Status s = check_upload_part_size(*transfer); !s.ok()) return report_error("save", s);
+  // Parsed once: everything below reads the typed options.
+  auto parsed = parse_save_options(args);
+  if (!parsed.ok()) return report_error("save", parsed.error());
+  const SaveOptions& opts = *parsed;
+  const bool json = opts.json;
   if (auto bound = local_store_max_bytes(); !bound.ok()) return report_error("save", bound.error());
 
   std::vector<format::PackRoot> roots;
-  std::vector<std::string> abs_paths;
-  // The naming rule of every cache command (mount, restore and unmount resolve PATHs the same
-  // way): a member is named by its absolute path, whatever the current directory.
-  for (const auto& p : args.positionals()) {
-    abs_paths.push_back(absolute_path(p));
-    roots.push_back(format::PackRoot{abs_paths.back()});
-  }
+  for (const auto& p : opts.paths) roots.push_back(format::PackRoot{p});
   format::PackConfig pack;
   // A traced job (a cache miss): what it read goes first, as after a mount (tools/trace_state.h).
   std::vector<TraceInfo> traces;
-  if (!args.has("no-trace")) pack.hot_paths = hot_list_from_traces("save", abs_paths, &traces);
+  if (!opts.no_trace) pack.hot_paths = hot_list_from_traces("save", opts.paths, &traces);
   auto forget_traces = [&traces] {  // once the entry exists; a failed save keeps them for a retry
     for (const TraceInfo& t : traces) remove_trace_files(t);
   };
 
-  auto store = open_store(args);
+  auto store = open_store(opts.store);
   if (!store.ok()) return report_error("save", store.error());
-  auto object_key = primary_object_key(args);
+  // The paths, in order, are part of the entry's identity (remote::entry_version), as in actions/cache.
+  auto object_key = remote::entry_object_key(opts.scope, opts.key, remote::entry_version(opts.paths));
   if (!object_key.ok()) return report_error("save", object_key.error());
-  const std::string key = args.get("key");
+  const std::string& key = opts.key;
   const std::string where = (*store)->describe();
 
   // Cheap check before packing anything; the create-only publish below closes the race.
@@ -85,12 +70,12 @@ int run_save(ArgParser& args) {
   }
   if (existing.error().code() != ErrorCode::kNotFound) return report_error("save", existing.error());
 
-  pack.level = static_cast<int>(*level);
-  pack.frame_size_bytes = *frame;
-  pack.threads = static_cast<int>(*threads);
-  pack.xattrs = args.has("xattrs") ? format::XattrSet::kStored : format::XattrSet::kNone;
+  pack.level = opts.level;
+  pack.frame_size_bytes = opts.frame_size_bytes;
+  pack.threads = opts.threads;
+  pack.xattrs = opts.xattrs;
   pack.tool_version = std::string("lazycache ") + LC_VERSION;
-  const bool quiet = args.has("quiet");
+  const bool quiet = opts.quiet;
   Progress progress("save", quiet);
   pack.progress = [&](const format::PackProgress& p) {
     progress.update(p.files_done, p.files_total, p.bytes_in, p.bytes_in_total, "uploaded " + human_bytes(p.bytes_out));
@@ -98,8 +83,8 @@ int run_save(ArgParser& args) {
 
   remote::PutOptions put;
   put.create_only = true;
-  put.concurrency = transfer->concurrency;
-  put.part_size_bytes = transfer->part_size_bytes;
+  put.concurrency = opts.store.transfer.concurrency;
+  put.part_size_bytes = opts.store.transfer.part_size_bytes;
   auto start = std::chrono::steady_clock::now();
   remote::UploadSink sink(*store, *object_key, put);
   auto stats = format::write_archive(roots, sink, pack);
@@ -112,7 +97,7 @@ int run_save(ArgParser& args) {
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   // The local store's size bound (LAZYCACHE_STORE_MAX_SIZE): a self-hosted runner's disk must
   // not fill. The entry is saved whatever happens here; a failed eviction is only a warning.
-  if (Status s = bound_local_store(args, **store, *object_key, std::cerr); !s.ok())
+  if (Status s = bound_local_store(store_url_of(opts.store), **store, *object_key, std::cerr); !s.ok())
     std::cerr << "lazycache save: warning: " << s.to_string() << "\n";
   if (json) {
     const auto t = (*store)->transfer_stats();

@@ -99,7 +99,11 @@ std::vector<format::PackRoot> save_roots(const std::vector<SaveRecord>& records)
 Result<IncrementalSaveCounts> save_incremental(const std::vector<SaveRecord>& records, std::shared_ptr<remote::ObjectStore> store,
                                                const std::string& new_key, const remote::PutOptions& put, const format::PackConfig& pack) {
   LC_ASSIGN_OR_RETURN(std::string key, mounted_key(records));
-  LC_ASSIGN_OR_RETURN(std::string object_key, remote::entry_object_key(records.front().scope, key));
+  // The entry the daemon mounted, by the name mount recorded (older records: the unversioned name).
+  std::string object_key = records.front().base_object;
+  if (object_key.empty()) {
+    LC_ASSIGN_OR_RETURN(object_key, remote::entry_object_key(records.front().scope, key, ""));
+  }
   auto object = store->head(object_key);
   if (!object.ok()) return object.error().with_context("the mounted entry " + object_key);
   // The mount served one version of the base; an entry replaced since (entries are immutable,

@@ -79,6 +79,7 @@ std::string StoreEntryJson::to_json() const {
       .add("saved_s", static_cast<uint64_t>(saved_s < 0 ? 0 : saved_s))
       .add("last_used_s", static_cast<uint64_t>(last_used_s < 0 ? 0 : last_used_s))
       .add("mounted_at", mounted_at)
+      .add("version", version)
       .str();
 }
 

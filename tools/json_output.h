@@ -63,6 +63,7 @@ struct StoreEntryJson {
   uint64_t bytes = 0;
   int64_t saved_s = 0, last_used_s = 0;
   std::string mounted_at;  // a mount point serving the entry; "" when none
+  std::string version;     // of the paths it was saved for (remote::entry_version); "" before versions
   std::string to_json() const;
 };
 

@@ -234,14 +234,6 @@ bool clean_stale(const std::string& path) {
   return cleaned;
 }
 
-std::string size_text(uint64_t bytes) {
-  char buf[32];
-  const double kib = static_cast<double>(bytes) / 1024.0;
-  if (kib < 1024.0) std::snprintf(buf, sizeof(buf), "%.1f KiB", kib);
-  else std::snprintf(buf, sizeof(buf), "%.1f MiB", kib / 1024.0);
-  return buf;
-}
-
 std::string mount_summary(const fs::MountStats& s) {
   char pct[32];
   std::snprintf(pct, sizeof(pct), "%.1f%%",
@@ -249,12 +241,12 @@ std::string mount_summary(const fs::MountStats& s) {
   char secs[32];
   std::snprintf(secs, sizeof(secs), "%.1f s", s.uptime_seconds);
   std::ostringstream out;
-  out << "fetched " << size_text(s.store_bytes) << " of " << size_text(s.archive_bytes) << " (" << pct << "; "
-      << size_text(s.on_demand_bytes) << " on demand, " << size_text(s.fill_bytes) << " by prefetch and fill of "
-      << size_text(s.fill_target_bytes) << " queued) in " << s.store_range_reads << " range reads (+" << s.mount_range_reads
+  out << "fetched " << human_bytes(s.store_bytes) << " of " << human_bytes(s.archive_bytes) << " (" << pct << "; "
+      << human_bytes(s.on_demand_bytes) << " on demand, " << human_bytes(s.fill_bytes) << " by prefetch and fill of "
+      << human_bytes(s.fill_target_bytes) << " queued) in " << s.store_range_reads << " range reads (+" << s.mount_range_reads
       << " at mount); frames: " << s.frames_from_store << " from the store, " << s.frames_from_chunk_cache << " chunk-cache hits, "
       << s.frames_from_memory << " memory hits, " << s.prefetched_frames << " prefetched; " << s.files_opened << " files opened, "
-      << size_text(s.bytes_served) << " served";
+      << human_bytes(s.bytes_served) << " served";
   if (s.read_errors || s.fetch_errors) out << "; " << s.read_errors << " read errors (" << s.read_timeouts << " timeouts)";
   out << "; " << secs;
   return out.str();

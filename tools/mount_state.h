@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "common/byte_format.h"
 #include "common/status.h"
 #include "fs/mount_stats.h"
 
@@ -81,9 +82,6 @@ void remove_state_files(const DaemonState& d);
 // Returns true only if a stale mount was detached (a leftover state file alone does not count,
 // so a live mount at `path` is never mistaken for a cleaned one).
 bool clean_stale(const std::string& path);
-
-// "12.3 MiB": bytes in MiB with one decimal (KiB below 1 MiB), for mount figures.
-std::string size_text(uint64_t bytes);
 
 // The human summary: "fetched 12.0 MiB of 830.1 MiB (1.4%) in 6 range reads (+1 at mount);
 // frames: 6 from the store, 0 chunk-cache hits, ...; 14 files opened, ...; 1.2 s".

@@ -9,20 +9,6 @@
 
 namespace lazycache::cli {
 
-std::string human_bytes(uint64_t bytes) {
-  static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = static_cast<double>(bytes);
-  int u = 0;
-  while (v >= 1024 && u < 4) {
-    v /= 1024;
-    ++u;
-  }
-  char buf[32];
-  if (u == 0) std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(bytes));
-  else std::snprintf(buf, sizeof buf, "%.1f %s", v, units[u]);
-  return buf;
-}
-
 std::string progress_line(const std::string& label, uint64_t files_done, uint64_t files_total, uint64_t bytes_done, uint64_t bytes_total,
                           double elapsed_seconds, const std::string& extra) {
   if (bytes_done == 0 && bytes_total == 0) {  // a count only (verify's frames)

@@ -12,6 +12,8 @@
 #include <cstdint>
 #include <string>
 
+#include "common/byte_format.h"
+
 namespace lazycache::cli {
 
 class Progress {
@@ -40,7 +42,6 @@ class Progress {
 std::string progress_line(const std::string& label, uint64_t files_done, uint64_t files_total, uint64_t bytes_done, uint64_t bytes_total,
                           double elapsed_seconds, const std::string& extra);
 
-// "1.5 MiB", "312 B".
-std::string human_bytes(uint64_t bytes);
+// Sizes in these lines: human_bytes() (common/byte_format.h), the one byte formatter.
 
 }  // namespace lazycache::cli

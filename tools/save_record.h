@@ -11,22 +11,38 @@
 #include "format/archive.h"
 #include "format/archive_writer.h"
 #include "tools/command.h"
+#include "tools/store_options.h"
 
 namespace lazycache::cli {
 
 // What `unmount --save PATH` needs to know about how PATH was mounted, written by `mount` as
 // RUN_DIR/save-<PATH with '/' as '_'>.info, mode 0600 (also on a cache miss, where PATH is left a
-// plain directory and no daemon runs). No credentials: store options only (URLs, flags, sizes),
-// and the URLs redacted (remote::redact_url: no userinfo, no signature or token parameters).
+// plain directory and no daemon runs). No credentials: typed store settings only (URLs, flags,
+// sizes), the URLs redacted (remote::redact_url: no userinfo, no signature or token parameters).
+//
+// The file (format 2; docs/writable.md): one `name=value` line each, in this order, unknown
+// names ignored (so a later version can add lines), empty values left out:
+//   format=2
+//   path=/abs/mount/point        primary_key=K        scope=S       version=16 hex digits
+//   exact_hit=0|1                pid=N                state_dir=DIR cache_dir=DIR
+//   xattrs=user|stored|none      base_etag=E          base_member=ARCHIVE/PATH
+//   base_object=OBJECT/NAME
+//   store=URL                    endpoint=URL         region=R
+//   addressing=auto|path|virtual sign_payload=0|1
+//   concurrency=N (0: auto)      part_size=BYTES (0: auto)
+//   memory_budget=BYTES (what the save uploads within: mount's --upload-budget)
+//   retries=N
+// Format 1 (no `format` line; lazycache before this one, still read so that a mount made by it
+// can be saved by this one) held the store options as `store_arg=--name=value` argv strings.
 struct SaveRecord {
-  std::string path;                     // absolute mount point
-  std::string primary_key;              // --key
-  std::string scope;                    // --scope
-  bool exact_hit = false;               // the mounted entry is the primary key itself
-  pid_t pid = 0;                        // the mount daemon; 0 on a miss
-  std::string state_dir;                // the overlay's state (upper/ + work/); empty on a miss or --read-only
-  std::vector<std::string> store_args;  // "--store=URL", "--path-style", ... as given to mount
-  std::string cache_dir;                // the daemon's chunk cache (absolute); empty: the default
+  std::string path;         // absolute mount point
+  std::string primary_key;  // --key
+  std::string scope;        // --scope
+  bool exact_hit = false;   // the mounted entry is the primary key itself
+  pid_t pid = 0;            // the mount daemon; 0 on a miss
+  std::string state_dir;    // the overlay's state (upper/ + work/); empty on a miss or --read-only
+  StoreSettings store;      // as given to mount, parsed; its memory budget is mount's --upload-budget
+  std::string cache_dir;    // the daemon's chunk cache (absolute); empty: the default
   // The xattrs a save of this path stores (see xattrs_to_keep). Records without the line (older
   // mounts, misses): user.* only.
   format::XattrSet xattrs = format::XattrSet::kUser;
@@ -36,8 +52,15 @@ struct SaveRecord {
   // written before these lines existed and on misses.
   std::string base_etag = std::string();
   std::string base_member = std::string();
+  // The mounted entry's object name (its version may not be this save's: --any-paths), and the
+  // version this save is named for: remote::entry_version of the mount points in mount order.
+  // Empty in records written before these lines: the version is then made from the paths of the
+  // records saved together, the base's name from its key.
+  std::string base_object = std::string();
+  std::string version = std::string();
 
   std::string to_text() const;
+  // kCorrupt without a path or key, or with a value that does not parse (a size, a number).
   static Result<SaveRecord> parse(const std::string& text);
 };
 // What saves of a mount of `index` keep, so a save behaves like the entry's own: every xattr
@@ -52,10 +75,13 @@ Status write_save_record(const SaveRecord& record);
 Result<SaveRecord> read_save_record(const std::string& mountpoint);
 // That replacement, on a record already read (read_save_record() does it).
 void restore_store_secrets(SaveRecord& record);
-// The store options of a parsed command line (tools/store_options.h), as "--name=value" and
-// "--flag" strings, with $LAZYCACHE_STORE made explicit, each through remote::redact_url().
-// mount's --upload-budget becomes the save's --memory-budget (mount's own is frame memory).
-// Never credentials: those come from the environment and ~/.aws again when the record is used.
-std::vector<std::string> recorded_store_args(const ArgParser& args);
+// The store settings of a parsed command line (tools/store_options.h) as a record keeps them:
+// $LAZYCACHE_STORE made explicit, every URL through remote::redact_url(), and for `mount`
+// (StoreUse::kMount) its --upload-budget as the save's memory budget (mount's own
+// --memory-budget is frame memory). Never credentials: those come from the environment and
+// ~/.aws again when the record is used. kInvalidArgument as store_settings_from().
+Result<StoreSettings> recorded_store_settings(const ArgParser& args, StoreUse use);
+// The record lines of `settings` (format 2, above): also what tells two mounts' stores apart.
+std::string store_settings_text(const StoreSettings& settings);
 
 }  // namespace lazycache::cli

@@ -26,12 +26,14 @@ Result<std::vector<StoreEntry>> list_store_entries(remote::ObjectStore& store, c
     for (const auto& obj : page->objects) {
       auto name = remote::entry_name_of(obj.key);
       if (!name || (scope && name->scope != *scope) || name->key.compare(0, key_prefix.size(), key_prefix) != 0) continue;
-      out.push_back(StoreEntry{name->scope, name->key, obj, std::max(obj.last_access_s, obj.last_modified_s), ""});
+      out.push_back(StoreEntry{name->scope, name->key, obj, std::max(obj.last_access_s, obj.last_modified_s), "", name->version});
     }
     continuation = page->next_continuation;
   } while (!continuation.empty());
-  std::sort(out.begin(), out.end(),
-            [](const StoreEntry& a, const StoreEntry& b) { return a.scope != b.scope ? a.scope < b.scope : a.key < b.key; });
+  std::sort(out.begin(), out.end(), [](const StoreEntry& a, const StoreEntry& b) {
+    if (a.scope != b.scope) return a.scope < b.scope;
+    return a.key != b.key ? a.key < b.key : a.object.key < b.object.key;
+  });
   return out;
 }
 
@@ -90,8 +92,8 @@ Result<uint64_t> local_store_max_bytes() {
   return parse_size_text(env, "LAZYCACHE_STORE_MAX_SIZE");
 }
 
-Status bound_local_store(const ArgParser& args, remote::ObjectStore& store, std::string_view saved_object, std::ostream& log) {
-  auto url = remote::parse_store_url(store_url_from(args));
+Status bound_local_store(const std::string& store_url, remote::ObjectStore& store, std::string_view saved_object, std::ostream& log) {
+  auto url = remote::parse_store_url(store_url);
   if (!url.ok() || url->kind != remote::StoreUrl::Kind::kLocalDir) return Status();
   LC_ASSIGN_OR_RETURN(uint64_t max_bytes, local_store_max_bytes());
   if (max_bytes == 0) return Status();

@@ -26,9 +26,11 @@ struct StoreEntry {
   remote::ObjectInfo object;
   int64_t last_used_s = 0;  // max(object.last_access_s, object.last_modified_s)
   std::string in_use_by;    // a mount point serving this entry; empty when no live mount does
+  std::string version;      // of the saved paths (remote::entry_version); "" for an older lazycache's entry
 };
 
-// Every entry of the store (every page), sorted by scope then key; `scope` nullopt: all scopes.
+// Every entry of the store (every page), sorted by scope, key, then object name (a key saved for
+// several path sets has one entry per version); `scope` nullopt: all scopes.
 // Only keys starting with key_prefix. Errors: the store's, with what was being listed.
 Result<std::vector<StoreEntry>> list_store_entries(remote::ObjectStore& store, const std::optional<std::string>& scope,
                                                    std::string_view key_prefix);
@@ -52,10 +54,10 @@ Result<int64_t> parse_duration(std::string_view text, std::string_view what);
 // kDefaultLocalStoreMaxBytes, like GitHub's 10 GB per repository.
 inline constexpr uint64_t kDefaultLocalStoreMaxBytes = 10ull << 30;
 Result<uint64_t> local_store_max_bytes();
-// After a save to a local directory store (the URL the options name): removes least recently
-// used entries until the store fits its bound, never `saved_object` nor an entry in use; says
-// on `log` what it removed. Does nothing for other stores.
-Status bound_local_store(const ArgParser& args, remote::ObjectStore& store, std::string_view saved_object, std::ostream& log);
+// After a save to a local directory store (`store_url`, as store_url_of() names it): removes
+// least recently used entries until the store fits its bound, never `saved_object` nor an entry
+// in use; says on `log` what it removed. Does nothing for other stores.
+Status bound_local_store(const std::string& store_url, remote::ObjectStore& store, std::string_view saved_object, std::ostream& log);
 
 // "3 min", "5 h", "2 d": an age for listings.
 std::string age_text(int64_t seconds);

@@ -9,6 +9,8 @@
 #include <iostream>
 #include <sstream>
 
+#include "format/archive.h"
+#include "format/quote.h"
 #include "remote/aws_config.h"
 #include "remote/http_object_store.h"
 #include "remote/local_dir_object_store.h"
@@ -54,6 +56,8 @@ void add_key_options(ArgParser& args, bool with_restore_keys) {
   args.option("key", "KEY", "the primary cache key");
   if (with_restore_keys) args.multi("restore-keys", "PREFIX", "ordered key prefixes tried when --key misses (newline-separated lists too)");
   args.option("scope", "SCOPE", "namespace for entries, e.g. repository and branch", "");
+  if (with_restore_keys)
+    args.flag("any-paths", "take an entry of the key saved for other paths too (by default the paths are part of an entry's identity)");
 }
 
 std::string default_store_dir() {
@@ -102,62 +106,85 @@ void print_retry(const std::string& line) {
   std::fwrite(text.data(), 1, text.size(), stderr);
 }
 
-Result<std::shared_ptr<remote::ObjectStore>> open_s3_store(const remote::StoreUrl& url, const ArgParser& args,
-                                                           const remote::TransferConfig& transfer) {
+Result<std::shared_ptr<remote::ObjectStore>> open_s3_store(const remote::StoreUrl& url, const StoreSettings& settings) {
   remote::S3Config config;
   config.bucket = url.bucket;
   config.prefix = url.prefix;
-  config.region = args.get("region").empty() ? remote::aws_region() : args.get("region");
-  std::string endpoint = args.get("endpoint").empty() ? remote::aws_endpoint_url() : args.get("endpoint");
+  config.region = settings.region.empty() ? remote::aws_region() : settings.region;
+  std::string endpoint = settings.endpoint.empty() ? remote::aws_endpoint_url() : settings.endpoint;
   bool custom_endpoint = !endpoint.empty();
   if (!custom_endpoint) endpoint = "https://s3." + config.region + ".amazonaws.com";
   LC_ASSIGN_OR_RETURN(config.endpoint, remote::parse_endpoint(endpoint));
-  if (args.has("path-style") && args.has("virtual-hosted"))
-    return Status(ErrorCode::kInvalidArgument, "--path-style and --virtual-hosted exclude each other");
   // AWS prefers virtual-hosted; self-hosted endpoints (MinIO, Swift, s3rver) rarely have the
   // wildcard DNS it needs, and bucket names with dots break TLS wildcards, so path-style there.
-  config.path_style = args.has("path-style") ||
-                      (!args.has("virtual-hosted") && (custom_endpoint || url.bucket.find('.') != std::string::npos));
-  config.sign_payload = args.has("sign-payload");
-  config.transfer = transfer;
-  config.part_retry.max_attempts = transfer.max_attempts;
+  using Addressing = StoreSettings::Addressing;
+  config.path_style = settings.addressing == Addressing::kPathStyle ||
+                      (settings.addressing == Addressing::kAuto && (custom_endpoint || url.bucket.find('.') != std::string::npos));
+  config.sign_payload = settings.sign_payload;
+  config.transfer = settings.transfer;
+  config.part_retry.max_attempts = settings.transfer.max_attempts;
   config.part_retry.on_retry = print_retry;
   auto credentials = std::make_shared<remote::CredentialSource>(remote::load_aws_credentials);
   LC_RETURN_IF_ERROR(credentials->current().status().with_context(url.display()));
   return std::shared_ptr<remote::ObjectStore>(std::make_shared<remote::S3ObjectStore>(std::move(config), std::move(credentials)));
 }
 
-Result<std::shared_ptr<remote::ObjectStore>> open_concrete_store(const remote::StoreUrl& url, const ArgParser& args,
-                                                                 const remote::TransferConfig& transfer) {
+Result<std::shared_ptr<remote::ObjectStore>> open_concrete_store(const remote::StoreUrl& url, const StoreSettings& settings) {
   switch (url.kind) {
     case remote::StoreUrl::Kind::kLocalDir: {
       LC_ASSIGN_OR_RETURN(auto store, remote::LocalDirObjectStore::open(url.dir));
       return std::shared_ptr<remote::ObjectStore>(std::move(store));
     }
-    case remote::StoreUrl::Kind::kS3: return open_s3_store(url, args, transfer);
+    case remote::StoreUrl::Kind::kS3: return open_s3_store(url, settings);
     case remote::StoreUrl::Kind::kHttp:
-      return std::shared_ptr<remote::ObjectStore>(std::make_shared<remote::HttpObjectStore>(url.http_base, url.http_query, transfer));
+      return std::shared_ptr<remote::ObjectStore>(
+          std::make_shared<remote::HttpObjectStore>(url.http_base, url.http_query, settings.transfer));
   }
   return Status(ErrorCode::kInternal, "unknown store kind");
 }
 
 }  // namespace
 
-std::string store_url_from(const ArgParser& args) {
-  if (auto s = args.get_opt("store"); s && !s->empty()) return *s;
+Result<StoreSettings> store_settings_from(const ArgParser& args) {
+  StoreSettings settings;
+  settings.url = args.get("store");
+  settings.endpoint = args.get("endpoint");
+  settings.region = args.get("region");
+  if (args.has("path-style") && args.has("virtual-hosted"))
+    return Status(ErrorCode::kInvalidArgument, "--path-style and --virtual-hosted exclude each other");
+  if (args.has("path-style")) settings.addressing = StoreSettings::Addressing::kPathStyle;
+  if (args.has("virtual-hosted")) settings.addressing = StoreSettings::Addressing::kVirtualHosted;
+  settings.sign_payload = args.has("sign-payload");
+  LC_ASSIGN_OR_RETURN(settings.transfer, transfer_config_from(args));
+  return settings;
+}
+
+std::string store_url_of(const StoreSettings& settings) {
+  if (!settings.url.empty()) return settings.url;
   if (const char* env = std::getenv("LAZYCACHE_STORE"); env && *env) return env;
   return default_store_dir();
 }
 
-Result<std::shared_ptr<remote::ObjectStore>> open_store(const ArgParser& args, int max_attempts) {
-  LC_ASSIGN_OR_RETURN(auto url, remote::parse_store_url(store_url_from(args)));
-  LC_ASSIGN_OR_RETURN(auto transfer, transfer_config_from(args));
-  if (max_attempts > 0) transfer.max_attempts = max_attempts;
-  LC_ASSIGN_OR_RETURN(auto store, open_concrete_store(url, args, transfer));
+std::string store_url_from(const ArgParser& args) {
+  StoreSettings settings;
+  settings.url = args.get("store");
+  return store_url_of(settings);
+}
+
+Result<std::shared_ptr<remote::ObjectStore>> open_store(const StoreSettings& settings, int max_attempts) {
+  LC_ASSIGN_OR_RETURN(auto url, remote::parse_store_url(store_url_of(settings)));
+  StoreSettings effective = settings;
+  if (max_attempts > 0) effective.transfer.max_attempts = max_attempts;
+  LC_ASSIGN_OR_RETURN(auto store, open_concrete_store(url, effective));
   remote::RetryConfig retry;
-  retry.max_attempts = transfer.max_attempts;
+  retry.max_attempts = effective.transfer.max_attempts;
   retry.on_retry = print_retry;
   return std::shared_ptr<remote::ObjectStore>(std::make_shared<remote::RetryingObjectStore>(std::move(store), retry));
+}
+
+Result<std::shared_ptr<remote::ObjectStore>> open_store(const ArgParser& args, int max_attempts) {
+  LC_ASSIGN_OR_RETURN(auto settings, store_settings_from(args));
+  return open_store(settings, max_attempts);
 }
 
 std::vector<std::string> restore_prefixes_from(const ArgParser& args) {
@@ -175,24 +202,62 @@ std::vector<std::string> restore_prefixes_from(const ArgParser& args) {
   return out;
 }
 
-Result<std::string> primary_object_key(const ArgParser& args) {
+Result<std::string> primary_object_key(const ArgParser& args, const std::string& version) {
   std::string key = args.get("key");
   if (key.empty()) return Status(ErrorCode::kInvalidArgument, "--key is required");
-  return remote::entry_object_key(args.get("scope"), key);
+  return remote::entry_object_key(args.get("scope"), key, version);
 }
 
-Result<ResolvedEntry> resolve_entry(remote::ObjectStore& store, const ArgParser& args, EntryUse use) {
+namespace {
+
+// "/w/a, /w/b" for one entry: the saved paths its index records (one ranged GET of its tail).
+std::string saved_paths_of(std::shared_ptr<remote::ObjectStore> store, const remote::KeyMatch& m) {
+  auto reader = format::ArchiveReader::open(open_entry_source(std::move(store), m.object));
+  if (!reader.ok()) return "(unreadable: " + reader.error().to_string() + ")";
+  std::string out;
+  for (const auto& r : (*reader)->index().roots()) out += (out.empty() ? "" : ", ") + format::quote_path_if_needed(r.original_path);
+  return out;
+}
+
+std::string path_list(const std::vector<std::string>& paths) {
+  std::string out;
+  for (const auto& p : paths) out += (out.empty() ? "" : ", ") + format::quote_path_if_needed(p);
+  return out;
+}
+
+}  // namespace
+
+Result<ResolvedEntry> resolve_entry(std::shared_ptr<remote::ObjectStore> store, const ArgParser& args,
+                                    const std::vector<std::string>& saved_paths, EntryUse use) {
   ResolvedEntry entry;
   entry.scope = args.get("scope");
   entry.primary_key = args.get("key");
   if (entry.primary_key.empty()) return Status(ErrorCode::kInvalidArgument, "--key is required");
   entry.restore_prefixes = restore_prefixes_from(args);
-  LC_ASSIGN_OR_RETURN(entry.match, remote::resolve_cache_key(store, entry.scope, entry.primary_key, entry.restore_prefixes));
+  entry.saved_paths = saved_paths;
+  if (!saved_paths.empty() && !args.has("any-paths")) entry.version = remote::entry_version(saved_paths);
+  LC_ASSIGN_OR_RETURN(auto resolution,
+                      remote::resolve_cache_key(*store, entry.scope, entry.primary_key, entry.restore_prefixes, entry.version));
+  entry.match = std::move(resolution.match);
+  if (!entry.match) {
+    // Three are enough to say what happened; a key saved for many path sets is listed in `list`.
+    constexpr size_t kShown = 3;
+    const auto& others = resolution.other_versions;
+    for (size_t i = 0; i < others.size() && i < kShown; ++i)
+      entry.saved_for_other_paths += (i == 0 ? "" : "; ") + saved_paths_of(store, others[i]);
+    if (others.size() > kShown) entry.saved_for_other_paths += "; and " + std::to_string(others.size() - kShown) + " more";
+  }
   // The "last used" time that prune and the local store's bound evict by (best effort: a
   // read-only store directory must not fail a restore).
   if (entry.match && use == EntryUse::kUse)
-    ignore_error(store.record_access(entry.match->object.key), "the use time is a hint for pruning");
+    ignore_error(store->record_access(entry.match->object.key), "the use time is a hint for pruning");
   return entry;
+}
+
+std::string other_paths_message(const ResolvedEntry& entry, const std::string& store_description) {
+  if (entry.match || entry.saved_for_other_paths.empty()) return "";
+  return "no entry for key " + entry.primary_key + " with these paths (" + path_list(entry.saved_paths) + ") in " + store_description +
+         "; saved for: " + entry.saved_for_other_paths + " (--any-paths takes it)";
 }
 
 std::shared_ptr<ByteSource> open_entry_source(std::shared_ptr<remote::ObjectStore> store, const remote::ObjectInfo& object) {

@@ -36,18 +36,37 @@ namespace lazycache::cli {
 enum class StoreUse { kRead, kWrite, kMount };
 void add_store_options(ArgParser& args, StoreUse use = StoreUse::kWrite);
 // --key K, --restore-keys PREFIX (repeatable; newline-separated lists are split, as actions/cache
-// passes them), --scope S. `save` has no use for --restore-keys: `with_restore_keys` false.
+// passes them), --scope S, and --any-paths (take an entry saved for other paths: its version is
+// not checked). `save` has no use for --restore-keys or --any-paths: `with_restore_keys` false.
 void add_key_options(ArgParser& args, bool with_restore_keys = true);
 
 // ~/.cache/lazycache/store, or /var/cache/lazycache/store as root ($XDG_CACHE_HOME honoured).
 std::string default_store_dir();
 
-// The store the options name, wrapped in RetryingObjectStore. Reads AWS_* variables and
+// The store options of a command line, parsed once into typed values: what open_store() opens,
+// and what a save record keeps for a later `unmount --save` (tools/save_record.h), so nothing is
+// turned back into argv strings and parsed again.
+struct StoreSettings {
+  enum class Addressing { kAuto, kPathStyle, kVirtualHosted };
+  std::string url;       // --store; "": $LAZYCACHE_STORE, else default_store_dir(), when opened
+  std::string endpoint;  // --endpoint; "": $AWS_ENDPOINT_URL_S3, $AWS_ENDPOINT_URL, the profile's, AWS
+  std::string region;    // --region; "": $AWS_REGION, $AWS_DEFAULT_REGION, the profile's, us-east-1
+  // --path-style / --virtual-hosted; auto: path-style with a custom endpoint or a dotted bucket.
+  Addressing addressing = Addressing::kAuto;
+  bool sign_payload = false;        // --sign-payload
+  remote::TransferConfig transfer;  // --concurrency, --part-size, --memory-budget, --retries
+};
+// kInvalidArgument naming the option (a bad size, --path-style with --virtual-hosted, ...).
+Result<StoreSettings> store_settings_from(const ArgParser& args);
+// The store the settings name, wrapped in RetryingObjectStore. Reads AWS_* variables and
 // ~/.aws files for s3://. Errors: kInvalidArgument (bad URL/options), kIo (local directory),
 // kPermissionDenied (no credentials for s3://).
 // `max_attempts` > 0 overrides --retries (doctor: a quick answer rather than minutes of backoff).
+Result<std::shared_ptr<remote::ObjectStore>> open_store(const StoreSettings& settings, int max_attempts = 0);
+// The same from a command line (store_settings_from, then open_store).
 Result<std::shared_ptr<remote::ObjectStore>> open_store(const ArgParser& args, int max_attempts = 0);
-// The store URL the options name: --store, else $LAZYCACHE_STORE, else default_store_dir().
+// The store URL the settings name: --store, else $LAZYCACHE_STORE, else default_store_dir().
+std::string store_url_of(const StoreSettings& settings);
 std::string store_url_from(const ArgParser& args);
 // --concurrency / --part-size / --memory-budget as a TransferConfig (kInvalidArgument if bad).
 // --part-size is 1M..5G here (a restore's range reads); see check_upload_part_size.
@@ -61,19 +80,31 @@ struct ResolvedEntry {
   std::string scope;
   std::string primary_key;
   std::vector<std::string> restore_prefixes;
+  std::optional<std::string> version;     // of the paths asked for; nullopt: any (--any-paths, or none given)
+  std::vector<std::string> saved_paths;   // the paths asked for (absolute)
   std::optional<remote::KeyMatch> match;  // nullopt: a miss
+  // On a miss: what the primary key was saved for instead ("/w/a, /w/b; /w/c"), "" when it was
+  // not saved at all (remote::KeyResolution::other_versions, their indexes read).
+  std::string saved_for_other_paths;
   bool cache_hit() const { return match && match->exact; }
 };
 
 // --restore-keys values, split at newlines, blanks dropped.
 std::vector<std::string> restore_prefixes_from(const ArgParser& args);
-// Resolves --key / --restore-keys / --scope. kInvalidArgument without --key. With kUse (restore,
-// mount, reading commands) the matched entry's use is recorded (ObjectStore::record_access) for
-// least-recently-used pruning; `lookup` only looks (kLookOnly).
+// Resolves --key / --restore-keys / --scope for `saved_paths` (absolute, in the order given: the
+// entry's version, remote::entry_version; none given or --any-paths: any version). An entry of
+// the key saved for other paths is a miss, and saved_for_other_paths says what they were (one
+// tail read per such entry, at most three, on the miss path only). kInvalidArgument without
+// --key. With kUse (restore, mount, reading commands) the matched entry's use is recorded
+// (ObjectStore::record_access) for least-recently-used pruning; `lookup` only looks (kLookOnly).
 enum class EntryUse { kUse, kLookOnly };
-Result<ResolvedEntry> resolve_entry(remote::ObjectStore& store, const ArgParser& args, EntryUse use = EntryUse::kUse);
-// The entry object's name for --key in --scope (what save writes).
-Result<std::string> primary_object_key(const ArgParser& args);
+Result<ResolvedEntry> resolve_entry(std::shared_ptr<remote::ObjectStore> store, const ArgParser& args,
+                                    const std::vector<std::string>& saved_paths, EntryUse use = EntryUse::kUse);
+// "no entry for key K with these paths (P) in STORE; saved for: ... (--any-paths takes it)", or
+// "" when the miss has no such explanation (the key was not saved at all).
+std::string other_paths_message(const ResolvedEntry& entry, const std::string& store_description);
+// The entry object's name for --key in --scope saved for paths of `version` (what save writes).
+Result<std::string> primary_object_key(const ArgParser& args, const std::string& version);
 
 // A ByteSource over the matched entry, pinned to its ETag (no request is made).
 std::shared_ptr<ByteSource> open_entry_source(std::shared_ptr<remote::ObjectStore> store, const remote::ObjectInfo& object);

@@ -15,6 +15,7 @@
 #include "common/posix_files.h"
 #include "format/archive_writer.h"
 #include "fs/local_files.h"
+#include "remote/cache_keys.h"
 #include "remote/upload_sink.h"
 #include "tools/incremental_save.h"
 #include "tools/mount_holders.h"
@@ -56,6 +57,15 @@ struct Group {
   std::vector<SaveRecord> records;
 };
 
+// The version the group's entry is named for: what mount recorded (the mount points in mount
+// order), else (a record from before versions) the paths of the group in the order given.
+std::string save_version(const std::vector<SaveRecord>& records) {
+  if (!records.front().version.empty()) return records.front().version;
+  std::vector<std::string> paths;
+  for (const SaveRecord& r : records) paths.push_back(r.path);
+  return remote::entry_version(paths);
+}
+
 struct SaveOutcome {
   bool skipped_existing = false;
   format::PackStats stats;
@@ -66,17 +76,11 @@ struct SaveOutcome {
 
 Status save_group(const Group& g, SaveOutcome* out) {
   const SaveRecord& first = g.records.front();
-  std::vector<std::string> argv{"--key=" + first.primary_key, "--scope=" + first.scope};
-  argv.insert(argv.end(), first.store_args.begin(), first.store_args.end());
-  ArgParser args("unmount", "", argv);
-  add_store_options(args);
-  add_key_options(args);
-  int code = 0;
-  if (!args.parse(code)) return Status(ErrorCode::kInvalidArgument, "the recorded store options no longer parse");
-  LC_ASSIGN_OR_RETURN(auto transfer, transfer_config_from(args));
+  // The record holds the store settings mount parsed (typed: nothing is parsed again here).
+  const remote::TransferConfig& transfer = first.store.transfer;
   LC_RETURN_IF_ERROR(check_upload_part_size(transfer));
-  LC_ASSIGN_OR_RETURN(auto store, open_store(args));
-  LC_ASSIGN_OR_RETURN(std::string object_key, primary_object_key(args));
+  LC_ASSIGN_OR_RETURN(auto store, open_store(first.store));
+  LC_ASSIGN_OR_RETURN(std::string object_key, remote::entry_object_key(first.scope, first.primary_key, save_version(g.records)));
   auto existing = store->head(object_key);
   if (existing.ok()) {
     out->skipped_existing = true;
@@ -105,7 +109,7 @@ Status save_group(const Group& g, SaveOutcome* out) {
   // After a save, the local store's size bound as after `save` (tools/store_entries.h); the base
   // entry is still mounted here, so it is kept.
   auto bound = [&] {
-    if (Status s = bound_local_store(args, *store, object_key, std::cerr); !s.ok())
+    if (Status s = bound_local_store(store_url_of(first.store), *store, object_key, std::cerr); !s.ok())
       std::cerr << "lazycache unmount: warning: " << s.to_string() << "\n";
   };
   // Mounted from an entry: build on it, compressing only what changed. Anything that stops it
@@ -201,8 +205,9 @@ UnmountSaveResult save_before_unmount(const std::vector<std::string>& paths, boo
       result.keep_mounted.push_back(path);
       continue;
     }
-    std::string id = rec->primary_key + "\n" + rec->scope;
-    for (const auto& a : rec->store_args) id += "\n" + a;
+    // One entry per mount: paths mounted separately under one key are saved for their own paths.
+    std::string id = rec->primary_key + "\n" + rec->scope + "\n" + rec->version;
+    id += "\n" + store_settings_text(rec->store);
     groups[id].records.push_back(std::move(rec).value());
   }
   for (auto& [id, g] : groups) {

@@ -29,10 +29,12 @@ echo from-cache > "$W/src/a/hello.txt"
 echo other > "$W/src/b/other.txt"
 "$LC" save --key two "$W/src/a" "$W/src/b" >/dev/null
 "$LC" save --key one "$W/src/a" >/dev/null
+# The entries are used at other paths than saved: --any-paths below (the paths are part of an
+# entry's identity; tests/cli/paths_identity_test.sh).
 
-# 1. The entry exists but cannot be placed at one path: no cache-hit=true anywhere.
+# 1. The entry is taken (--any-paths) but cannot be placed at one path: no cache-hit=true anywhere.
 : > "$W/gh"
-set +e; GITHUB_OUTPUT=$W/gh "$LC" restore --extract --key two "$W/dest" >"$W/out" 2>"$W/err"; rc=$?; set -e
+set +e; GITHUB_OUTPUT=$W/gh "$LC" restore --extract --any-paths --key two "$W/dest" >"$W/out" 2>"$W/err"; rc=$?; set -e
 [ "$rc" != 0 ] || fail "restore of a two-root entry to one path succeeded"
 ! grep -q 'cache-hit=true' "$W/out" "$W/gh" || fail "a failed restore printed cache-hit=true: $(cat "$W/out" "$W/gh")"
 [ ! -s "$W/gh" ] || fail "a failed restore wrote \$GITHUB_OUTPUT: $(cat "$W/gh")"
@@ -40,7 +42,7 @@ set +e; GITHUB_OUTPUT=$W/gh "$LC" restore --extract --key two "$W/dest" >"$W/out
 # 1 and 7. A mount over a non-empty directory is refused, after the lookup: no outputs at all.
 mkdir -p "$W/full"
 echo mine > "$W/full/mine.txt"
-run 1 "$LC" mount --key one "$W/full"
+run 1 "$LC" mount --any-paths --key one "$W/full"
 grep -q 'is not empty' "$W/err" || fail "the refusal does not say the directory is not empty: $(cat "$W/err")"
 grep -q -- '--allow-nonempty' "$W/err" || fail "the refusal does not name --allow-nonempty"
 [ ! -s "$W/gh" ] && ! grep -q 'cache-hit' "$W/out" || fail "a failed mount printed outputs: $(cat "$W/out" "$W/gh")"
@@ -48,7 +50,7 @@ grep -q -- '--allow-nonempty' "$W/err" || fail "the refusal does not name --allo
 ! grep -q " $W/full " /proc/mounts || fail "the refused mount is mounted"
 
 # 7. --allow-nonempty: the entry is seen, and the files are back after unmount.
-run 0 "$LC" mount --allow-nonempty --key one "$W/full"
+run 0 "$LC" mount --allow-nonempty --any-paths --key one "$W/full"
 grep -q 'cache-hit=true' "$W/gh" || fail "a mount that worked wrote no cache-hit=true"
 [ "$(cat "$W/full/hello.txt")" = from-cache ] || fail "the entry is not mounted over the directory"
 "$LC" unmount "$W/full" >/dev/null
@@ -65,7 +67,7 @@ run 0 "$LC" mount --key absent "$W/m4"   # without the option a miss is not an e
 grep -q 'cache-hit=false' "$W/gh" || fail "a miss should write cache-hit=false"
 
 # A restore that works (it mounts: FUSE is usable) writes the outputs.
-run 0 "$LC" restore --key one "$W/ok"
+run 0 "$LC" restore --any-paths --key one "$W/ok"
 grep -q 'cache-hit=true' "$W/gh" || fail "a restore that worked wrote no cache-hit=true"
 [ "$(cat "$W/ok/hello.txt")" = from-cache ] || fail "restore did not restore"
 "$LC" unmount "$W/ok" >/dev/null

@@ -24,7 +24,7 @@ grep -Eq "$LINE; uploaded " "$W/err" || { cat "$W/err" >&2; fail "a save progres
 grep -q '^saved key k' "$W/out" || fail "the summary is not on stdout"
 ! grep -q $'\r' "$W/err" || fail "a log got a terminal bar (carriage return)"
 
-LAZYCACHE_PROGRESS_INTERVAL=0.001 "$LC" restore --extract --key k "$W/dest" > "$W/out" 2> "$W/err"
+LAZYCACHE_PROGRESS_INTERVAL=0.001 "$LC" restore --extract --any-paths --key k "$W/dest" > "$W/out" 2> "$W/err"
 grep -Eq "^lazycache restore: .* of 22.9 MiB" "$W/err" || { cat "$W/err" >&2; fail "restore --extract printed no progress line"; }
 cmp "$W/src/d/f7" "$W/dest/f7" || fail "restore content"
 

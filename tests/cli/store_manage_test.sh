@@ -14,34 +14,9 @@
 #  - local with FUSE: an entry a live mount serves is never deleted (delete exit 1, prune and the
 #    bound keep it).
 set -euo pipefail
-LC=$(cd "$(dirname "$1")" && pwd)/$(basename "$1"); KIND=$2; ENVF=${3:-}
-W=$(mktemp -d /tmp/lc-store-manage.XXXXXX)
-cleanup() {
-  for m in $(awk -v w="$W" '$2 ~ "^"w {print $2}' /proc/mounts); do "$LC" unmount --lazy "$m" >/dev/null 2>&1 || umount -l "$m" || true; done
-  rm -rf "$W"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-export LAZYCACHE_RUN_DIR=$W/run LAZYCACHE_CACHE_DIR=$W/chunks LAZYCACHE_CONFIG=''
-unset LAZYCACHE_STORE_MAX_SIZE
-RUN=run$$-$(date +%s%N)
-if [ "$KIND" = s3 ]; then
-  [ -f "$ENVF" ] || fail "no env file $ENVF (start the server with tests/servers/*.sh)"
-  set -a; . "$ENVF"; set +a
-  export AWS_ACCESS_KEY_ID=$S3_ACCESS_KEY AWS_SECRET_ACCESS_KEY=$S3_SECRET_KEY AWS_REGION=$S3_REGION
-  export LAZYCACHE_STORE=s3://lazycache/manage-$RUN
-  E=(--endpoint "$S3_ENDPOINT")
-else
-  export LAZYCACHE_STORE=$W/store
-  E=()
-fi
-lc() { "$LC" "$1" "${E[@]}" "${@:2}"; }
+. "$(dirname "$0")/store_test_lib.sh"
+store_test_setup "$1" "$2" "${3:-}" manage
 bounded() { local max=$1; shift; env LAZYCACHE_STORE_MAX_SIZE="$max" "$LC" "$1" "${E[@]}" "${@:2}"; }  # MAX CMD ARGS...
-run() {  # run CODE CMD...: output in $W/out, $W/err
-  local want=$1; shift
-  set +e; "$@" >"$W/out" 2>"$W/err"; local got=$?; set -e
-  [ "$got" = "$want" ] || { cat "$W/out" "$W/err" >&2; fail "'$*' exited $got, expected $want"; }
-}
 keys() { lc list "$@" 2>/dev/null | awk '{print $1}' | tr '\n' ' '; }
 size_of() { lc list --json --scope "" --prefix "$1" 2>/dev/null | sed -n 's/.*"bytes":\([0-9]*\).*/\1/p'; }
 # Equal-sized, incompressible entries: the size arithmetic below is about whole entries.
@@ -55,7 +30,7 @@ lc save -q --scope other --key k-a "$W/src/d"
 [ "$(keys --prefix k-b)" = "k-b " ] || fail "list --prefix k-b: $(keys --prefix k-b)"
 lc list --json > "$W/json" 2>/dev/null
 [ "$(wc -l < "$W/json")" = 4 ] || fail "list --json: $(cat "$W/json")"
-grep -q '^{"scope":"other","key":"k-a","object":"other/k-a.tar.zst","bytes":[0-9]*,"saved_s":[0-9]*,"last_used_s":[0-9]*,"mounted_at":""}$' "$W/json" ||
+grep -q '^{"scope":"other","key":"k-a","object":"other/k-a![0-9a-f]\{16\}\.tar\.zst","bytes":[0-9]*,"saved_s":[0-9]*,"last_used_s":[0-9]*,"mounted_at":"","version":"[0-9a-f]\{16\}"}$' "$W/json" ||
   fail "list --json fields: $(cat "$W/json")"
 run 2 lc prune
 run 2 lc prune --older-than 5x
@@ -68,11 +43,11 @@ SIZE=$(size_of k-a)
 [ -n "$SIZE" ] && [ "$SIZE" -gt 20000 ] || fail "entry size '$SIZE'"
 if [ "$KIND" = local ]; then
   # Last used: k-a 3 days ago, k-b 2 days, k-c 1 day (as saved then; access time = use time).
-  for p in "a 3" "b 2" "c 1"; do set -- $p; touch -d "$2 days ago" "$W/store/k-$1.tar.zst"; done
+  for p in "a 3" "b 2" "c 1"; do set -- $p; touch -d "$2 days ago" "$W"/store/k-$1\!*.tar.zst; done
   lc lookup --key k-a > /dev/null 2>&1
   used=$(lc list --json --scope '' --prefix k-a 2>/dev/null | sed -n 's/.*"last_used_s":\([0-9]*\).*/\1/p')
   [ "$used" -lt $(( $(date +%s) - 86400 )) ] || fail "lookup recorded a use of k-a"
-  lc restore --extract --key k-a "$W/out-a" > /dev/null 2>&1
+  lc restore --extract --any-paths --key k-a "$W/out-a" > /dev/null 2>&1
   cmp "$W/out-a/data" "$W/src/a/data" || fail "restore of k-a"
   used=$(lc list --json --scope '' --prefix k-a 2>/dev/null | sed -n 's/.*"last_used_s":\([0-9]*\).*/\1/p')
   [ "$used" -ge $(( $(date +%s) - 600 )) ] || fail "restore did not record the use of k-a (last used $used)"
@@ -91,7 +66,7 @@ if [ "$KIND" = local ]; then
 
   # The size bound: room for 2.5 entries; the third save evicts the least recently used one.
   for n in a b; do lc save -q --key "x-$n" "$W/src/$n"; done
-  touch -d '2 days ago' "$W/store/x-a.tar.zst"
+  touch -d '2 days ago' "$W"/store/x-a\!*.tar.zst
   bounded $((SIZE * 5 / 2)) save --key x-c "$W/src/c" > "$W/out" 2> "$W/err"
   grep -q 'evicted key x-a' "$W/err" || fail "the bound evicted nothing: $(cat "$W/err")"
   [ "$(keys)" = "x-b x-c " ] || fail "after the bound: $(keys)"
@@ -103,7 +78,7 @@ if [ "$KIND" = local ]; then
   [ "$(keys)" = "x-d " ] || fail "a bad bound changed the store: $(keys)"
 
   if "$LC" doctor --json --no-store-check >/dev/null 2>&1; then
-    lc mount --key x-d "$W/mnt" > /dev/null
+    lc mount --any-paths --key x-d "$W/mnt" > /dev/null
     run 1 lc delete x-d
     grep -q "key x-d is mounted at $W/mnt" "$W/err" || fail "delete of a mounted entry: $(cat "$W/err")"
     run 0 lc prune --keep-size 0
@@ -115,8 +90,8 @@ if [ "$KIND" = local ]; then
     run 0 lc delete x-d
     # unmount --save keeps the bound too: the old x-h goes, the mounted base x-f and the new x-g stay.
     lc save -q --key x-h "$W/src/b"
-    touch -d '2 days ago' "$W/store/x-h.tar.zst"
-    lc mount --key x-g --restore-keys x-f "$W/mnt2" > /dev/null
+    touch -d '2 days ago' "$W"/store/x-h\!*.tar.zst
+    lc mount --any-paths --key x-g --restore-keys x-f "$W/mnt2" > /dev/null
     echo changed > "$W/mnt2/new-file"
     bounded 1K unmount --save "$W/mnt2" > "$W/out" 2> "$W/err" || fail "unmount --save: $(cat "$W/out" "$W/err")"
     grep -q 'evicted key x-h' "$W/err" || fail "unmount --save kept no bound: $(cat "$W/err")"

@@ -34,11 +34,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   size_t nl = s.find('\n');
   std::string_view scope = nl == std::string_view::npos ? std::string_view() : s.substr(0, nl);
   std::string_view key = nl == std::string_view::npos ? s : s.substr(nl + 1);
-  auto object_key = entry_object_key(scope, key);
-  if (object_key.ok()) {
+  for (const std::string& version : {std::string(), entry_version({std::string(key)})}) {
+    auto object_key = entry_object_key(scope, key, version);
+    if (!object_key.ok()) continue;
     if (!check_object_key(*object_key).ok()) fuzz::fail("entry_object_key made an invalid object key", check_object_key(*object_key));
-    auto back = key_of_entry(scope, *object_key);
-    if (!back || *back != key) fuzz::fail("key_of_entry does not invert entry_object_key", Status());
+    auto back = entry_name_in_scope(scope, *object_key);
+    if (!back || back->key != key || back->version != version) fuzz::fail("entry_name_in_scope does not invert entry_object_key", Status());
   }
   (void)key_of_entry(scope, s);
   (void)escape_key_component(s);

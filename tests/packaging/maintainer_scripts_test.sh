@@ -25,10 +25,10 @@ gone() { for _ in $(seq 600); do [ -d "/proc/$1" ] || return 0; sleep 0.1; done;
 mkdir -p "$W/src"
 echo hello > "$W/src/f"
 "$LC" save -q --key k "$W/src"
-"$LC" mount --key k "$W/pkg" > /dev/null
+"$LC" mount --any-paths --key k "$W/pkg" > /dev/null
 # Another build's daemon (a copy of the binary elsewhere), in its own run directory.
 cp "$LC" "$W/other-lazycache"
-LAZYCACHE_RUN_DIR=$W/run2 "$W/other-lazycache" mount --key k "$W/other" > /dev/null
+LAZYCACHE_RUN_DIR=$W/run2 "$W/other-lazycache" mount --any-paths --key k "$W/other" > /dev/null
 mounted "$W/pkg" && mounted "$W/other" || fail "the mounts did not start"
 P1=$(pid_of "$W/pkg"); P2=$(pid_of "$W/other")
 

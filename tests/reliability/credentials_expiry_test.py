@@ -54,7 +54,7 @@ def main():
             if name.endswith(".tar.zst"):
                 shutil.copy(os.path.join(h.store, name), os.path.join(h.store, "bkt", name))
         endpoint = h.start_proxy()
-        p = h.lc("mount", "--store", "s3://bkt", "--endpoint", endpoint, "--path-style", "--key", "faults",
+        p = h.lc("mount", "--store", "s3://bkt", "--endpoint", endpoint, "--path-style", "--any-paths", "--key", "faults",
                  "--cache-dir", os.path.join(h.tmp, "cache"), "--read-timeout", "5", "--retries", "2",
                  "--prefetch", "none", mnt, timeout=60)
         h.mounts.append(mnt)

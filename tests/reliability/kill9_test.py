@@ -171,7 +171,8 @@ def save_loop(h, iterations, rng, failures):
             for name in files:
                 if name.endswith(".tar.zst") and not archive_complete(os.path.join(root, name)):
                     failures.append("after killing save #%d the store shows a half-written %s" % (i, name))
-        if os.path.exists(os.path.join(store, key + ".tar.zst")):
+        # The entry's name carries its paths' version (KEY!VERSION.tar.zst, remote/cache_keys.h).
+        if any(n.startswith(key + "!") and n.endswith(".tar.zst") for n in os.listdir(store)):
             survivors.append(key)
     leftovers = [n for _, _, fs in os.walk(store) for n in fs if not n.endswith(".tar.zst")]
     print("save: %d kills, %d entries completed, %d other files left in the store %s" %

@@ -55,7 +55,9 @@ SaveRecord record_from(const std::vector<std::string>& argv) {
   add_store_options(args);
   int code = 0;
   REQUIRE(args.parse(code));
-  return SaveRecord{"/ws/mnt", "k", "", true, 1, "", recorded_store_args(args), ""};
+  auto settings = recorded_store_settings(args, StoreUse::kWrite);
+  REQUIRE(settings.ok());
+  return SaveRecord{"/ws/mnt", "k", "", true, 1, "", *settings, ""};
 }
 
 }  // namespace
@@ -72,7 +74,7 @@ TEST_CASE("the save record holds store URLs redacted, 0600 in a 0700 run directo
   const std::string& text = *read;
   CHECK(text.find("hunter2") == std::string::npos);
   CHECK(text.find("s1gn") == std::string::npos);
-  CHECK(text.find(std::string("store_arg=--store=") + kRedactedUrl) != std::string::npos);
+  CHECK(text.find(std::string("\nstore=") + kRedactedUrl + "\n") != std::string::npos);
 }
 
 TEST_CASE("unmount --save gets the full URL from $LAZYCACHE_STORE again, only the same one", "[unit]") {
@@ -80,15 +82,15 @@ TEST_CASE("unmount --save gets the full URL from $LAZYCACHE_STORE again, only th
   REQUIRE(write_save_record(record_from({"--store=" + std::string(kSecretUrl)})).ok());
   auto plain = read_save_record("/ws/mnt");
   REQUIRE(plain.ok());
-  CHECK(plain->store_args == std::vector<std::string>{std::string("--store=") + kRedactedUrl});
+  CHECK(plain->store.url == kRedactedUrl);
   ::setenv("LAZYCACHE_STORE", "http://u:other@127.0.0.1:1/e.tar.zst?X-Amz-Signature=x&X-Amz-Expires=99", 1);
   auto other = read_save_record("/ws/mnt");
   REQUIRE(other.ok());
-  CHECK(other->store_args == plain->store_args);  // another store: never substituted
+  CHECK(other->store.url == plain->store.url);  // another store: never substituted
   ::setenv("LAZYCACHE_STORE", kSecretUrl, 1);
   auto same = read_save_record("/ws/mnt");
   REQUIRE(same.ok());
-  CHECK(same->store_args == std::vector<std::string>{std::string("--store=") + kSecretUrl});
+  CHECK(same->store.url == kSecretUrl);
 }
 
 TEST_CASE("an existing run directory is narrowed to 0700; a file in its place is refused", "[unit]") {

@@ -54,7 +54,8 @@ def main():
 
     try:
         h.save(key="sec")
-        entry = [n for n in os.listdir(h.store) if n.endswith(".tar.zst")]
+        # The entry save wrote (KEY!VERSION.tar.zst), not the harness's unversioned copy of it.
+        entry = [n for n in os.listdir(h.store) if n.endswith(".tar.zst") and "!" in n]
         if len(entry) != 1:
             raise AssertionError("expected one entry in the store, found %r" % entry)
         base = h.start_proxy()

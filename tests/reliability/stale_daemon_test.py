@@ -81,7 +81,7 @@ def zombie_case(h, failures):
     mnt, cache = os.path.join(h.tmp, "mnt-zombie"), os.path.join(h.tmp, "cache-zombie")
     os.makedirs(mnt)
     h.mounts.append(mnt)
-    child = subprocess.Popen([h.cli, "mount", "--foreground", "--store", h.store, "--key", "faults", "--cache-dir", cache,
+    child = subprocess.Popen([h.cli, "mount", "--foreground", "--store", h.store, "--any-paths", "--key", "faults", "--cache-dir", cache,
                               "--prefetch", "none", mnt], env=h.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         pid = h.daemon_pid(mnt, wait_s=20)

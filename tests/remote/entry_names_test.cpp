@@ -22,10 +22,11 @@ TEST_CASE("entry_name_of: scope and key of entry objects, nothing for other obje
   REQUIRE(unscoped);
   CHECK(unscoped->scope.empty());
   CHECK(unscoped->key == "deps-1");
-  auto scoped = entry_name_of(*entry_object_key("org/repo", "npm key"));
+  auto scoped = entry_name_of(*entry_object_key("org/repo", "npm key", "0123456789abcdef"));
   REQUIRE(scoped);
   CHECK(scoped->scope == "org/repo");
   CHECK(scoped->key == "npm key");
+  CHECK(scoped->version == "0123456789abcdef");
   CHECK(!entry_name_of("deps-1.tar"));                      // not an entry suffix
   CHECK(!entry_name_of("a/b/deps.tar.zst"));                // two segments: no scope of ours
   CHECK(!entry_name_of("%2/deps.tar.zst"));                 // a broken escape

@@ -11,6 +11,7 @@
 #include "remote/object_byte_source.h"
 #include "remote/ranged_get.h"
 #include "remote/retrying_object_store.h"
+#include "remote/sigv4.h"
 #include "remote/store_url.h"
 #include "remote/testing/fault_injecting_object_store.h"
 #include "remote/testing/memory_object_store.h"
@@ -77,57 +78,118 @@ TEST_CASE("store URLs", "[unit]") {
 }
 
 TEST_CASE("cache key naming keeps prefixes and round-trips", "[unit]") {
-  CHECK(*entry_object_key("", "npm-Linux-abc") == "npm-Linux-abc.tar.zst");
-  CHECK(*entry_object_key("org/repo/main", "k") == "org%2Frepo%2Fmain/k.tar.zst");
-  CHECK(*entry_object_key("", "a/b c%") == "a%2Fb%20c%25.tar.zst");
-  CHECK(*entry_object_key("..", ".") == "%2E%2E/%2E.tar.zst");
-  CHECK(!entry_object_key("", "").ok());
-  CHECK(!entry_object_key("", "a\ncache-hit=true").ok());
-  CHECK(!entry_object_key("s\r", "k").ok());
-  for (std::string key : {"plain", "with/slash", "sp ace", "pct%41", "ümlaut", "..", "a.tar.zst"}) {
-    auto name = entry_object_key("scope/x", key);
-    REQUIRE(name.ok());
-    CHECK(check_object_key(*name).ok());
-    auto back = key_of_entry("scope/x", *name);
-    REQUIRE(back);
-    CHECK(*back == key);
-    CHECK(name->rfind(entry_list_prefix("scope/x", key.substr(0, 2)), 0) == 0);  // prefix kept
+  CHECK(*entry_object_key("", "npm-Linux-abc", "") == "npm-Linux-abc.tar.zst");
+  CHECK(*entry_object_key("org/repo/main", "k", "") == "org%2Frepo%2Fmain/k.tar.zst");
+  CHECK(*entry_object_key("", "a/b c%", "") == "a%2Fb%20c%25.tar.zst");
+  CHECK(*entry_object_key("..", ".", "") == "%2E%2E/%2E.tar.zst");
+  CHECK(*entry_object_key("", "k", "0123456789abcdef") == "k!0123456789abcdef.tar.zst");
+  CHECK(*entry_object_key("", "k!x", "0123456789abcdef") == "k%21x!0123456789abcdef.tar.zst");  // a key's '!' is escaped
+  CHECK(!entry_object_key("", "", "").ok());
+  CHECK(!entry_object_key("", "a\ncache-hit=true", "").ok());
+  CHECK(!entry_object_key("s\r", "k", "").ok());
+  CHECK(!entry_object_key("", "k", "0123").ok());              // not a version entry_version() makes
+  CHECK(!entry_object_key("", "k", "0123456789ABCDEF").ok());  // upper case
+  const std::string v = entry_version({"/w/node_modules"});
+  for (std::string key : {"plain", "with/slash", "sp ace", "pct%41", "ümlaut", "..", "a.tar.zst", "bang!"}) {
+    for (const std::string& version : {std::string(), v}) {
+      auto name = entry_object_key("scope/x", key, version);
+      REQUIRE(name.ok());
+      CHECK(check_object_key(*name).ok());
+      auto back = entry_name_in_scope("scope/x", *name);
+      REQUIRE(back);
+      CHECK(back->key == key);
+      CHECK(back->version == version);
+      CHECK(name->rfind(entry_list_prefix("scope/x", key.substr(0, 2)), 0) == 0);  // prefix kept
+    }
   }
   CHECK(!key_of_entry("", "other-scope/k.tar.zst"));
   CHECK(!key_of_entry("", "k.tar"));
   CHECK(!key_of_entry("", "%zz.tar.zst"));
+  CHECK(!key_of_entry("", "k!0123.tar.zst"));             // a version we never write
+  CHECK(!key_of_entry("", "!0123456789abcdef.tar.zst"));  // no key
+}
+
+TEST_CASE("entry version: the saved paths in order and the compression (actions/cache's cache version)", "[unit]") {
+  const std::string a = entry_version({"/w/a"});
+  CHECK(a.size() == 16);
+  CHECK(a.find_first_not_of("0123456789abcdef") == std::string::npos);
+  CHECK(a == entry_version({"/w/a"}));
+  CHECK(a != entry_version({"/w/b"}));
+  CHECK(entry_version({"/w/a", "/w/b"}) != entry_version({"/w/b", "/w/a"}));  // in order, as given
+  CHECK(entry_version({"/w/a", "/w/b"}) != entry_version({"/w/a\n/w/b"}));    // not a plain join
+  CHECK(a != entry_version({"/w/a"}, "gzip"));
+  // Pinned: a change of the rule renames every entry (every job misses once), so it is deliberate.
+  CHECK(a == remote::sha256_hex(std::string("lazycache-paths-v1") + '\0' + "/w/a" + '\0' + "zstd-seekable").substr(0, 16));
 }
 
 TEST_CASE("restore keys: exact > newest of the first matching prefix > later prefixes", "[unit]") {
   MemoryObjectStore store({"keys", 2});  // 2 keys per list page: resolution must follow pages
-  auto put = [&](const std::string& scope, const std::string& key, int64_t mtime) {
+  const std::string v = entry_version({"/w/deps"});
+  auto put = [&](const std::string& scope, const std::string& key, int64_t mtime, const std::string& version) {
     store.set_next_last_modified(mtime);
-    store.put_bytes(*entry_object_key(scope, key), key);
+    store.put_bytes(*entry_object_key(scope, key, version), key);
   };
-  put("", "deps-linux-1", 100);
-  put("", "deps-linux-2", 300);
-  put("", "deps-linux-3", 200);
-  put("", "deps-mac-1", 900);
-  put("", "deps-other", 50);
-  put("s", "deps-linux-9", 999);
-  auto r = resolve_cache_key(store, "", "deps-linux-1", {"deps-"});
+  put("", "deps-linux-1", 100, v);
+  put("", "deps-linux-2", 300, v);
+  put("", "deps-linux-3", 200, v);
+  put("", "deps-mac-1", 900, v);
+  put("", "deps-other", 50, v);
+  put("s", "deps-linux-9", 999, v);
+  auto r = resolve_cache_key(store, "", "deps-linux-1", {"deps-"}, v);
   REQUIRE(r.ok());
-  REQUIRE(*r);
-  CHECK((*r)->exact);
-  CHECK((*r)->key == "deps-linux-1");
-  r = resolve_cache_key(store, "", "deps-linux-7", {"deps-linux-", "deps-"});
-  REQUIRE(*r);
-  CHECK(!(*r)->exact);
-  CHECK((*r)->key == "deps-linux-2");  // newest under the first prefix, not deps-mac-1
-  r = resolve_cache_key(store, "", "x", {"nothing-", "deps-m"});
-  REQUIRE(*r);
-  CHECK((*r)->key == "deps-mac-1");
-  r = resolve_cache_key(store, "", "x", {"nothing-"});
+  REQUIRE(r->match);
+  CHECK(r->match->exact);
+  CHECK(r->match->key == "deps-linux-1");
+  r = resolve_cache_key(store, "", "deps-linux-7", {"deps-linux-", "deps-"}, v);
+  REQUIRE(r->match);
+  CHECK(!r->match->exact);
+  CHECK(r->match->key == "deps-linux-2");  // newest under the first prefix, not deps-mac-1
+  r = resolve_cache_key(store, "", "x", {"nothing-", "deps-m"}, v);
+  REQUIRE(r->match);
+  CHECK(r->match->key == "deps-mac-1");
+  r = resolve_cache_key(store, "", "x", {"nothing-"}, v);
   REQUIRE(r.ok());
-  CHECK(!*r);
-  r = resolve_cache_key(store, "s", "x", {"deps-"});
-  REQUIRE(*r);
-  CHECK((*r)->key == "deps-linux-9");  // scopes do not see each other
+  CHECK(!r->match);
+  r = resolve_cache_key(store, "s", "x", {"deps-"}, v);
+  REQUIRE(r->match);
+  CHECK(r->match->key == "deps-linux-9");  // scopes do not see each other
+}
+
+TEST_CASE("restore keys: an entry saved for other paths is a miss, named as such; any version takes the newest", "[unit]") {
+  MemoryObjectStore store({"keys", 2});
+  const std::string mine = entry_version({"/w/deps"}), other = entry_version({"/w/elsewhere"});
+  auto put = [&](const std::string& key, int64_t mtime, const std::string& version) {
+    store.set_next_last_modified(mtime);
+    store.put_bytes(*entry_object_key("", key, version), key);
+  };
+  put("k", 100, other);
+  put("k", 200, "");       // saved by an older lazycache: no version in its name
+  put("k-2", 300, other);  // a longer key is not the key
+  put("p-1", 400, other);
+  put("p-2", 50, mine);
+  auto r = resolve_cache_key(store, "", "k", {}, mine);
+  REQUIRE(r.ok());
+  CHECK(!r->match);
+  REQUIRE(r->other_versions.size() == 2);  // newest first, the unversioned one included
+  CHECK(r->other_versions[0].version.empty());
+  CHECK(r->other_versions[1].version == other);
+  r = resolve_cache_key(store, "", "k", {}, other);
+  REQUIRE(r->match);
+  CHECK(r->match->exact);
+  CHECK(r->match->object.key == *entry_object_key("", "k", other));
+  // A restore-keys prefix takes only entries of this version, even when others are newer.
+  r = resolve_cache_key(store, "", "x", {"p-"}, mine);
+  REQUIRE(r->match);
+  CHECK(r->match->key == "p-2");
+  CHECK(r->other_versions.empty());  // nothing of the primary key
+  // Any version (--any-paths, or no paths given): the newest entry of the key, then of the prefix.
+  r = resolve_cache_key(store, "", "k", {}, std::nullopt);
+  REQUIRE(r->match);
+  CHECK(r->match->exact);
+  CHECK(r->match->version.empty());  // the newest, at 200
+  r = resolve_cache_key(store, "", "x", {"p-"}, std::nullopt);
+  REQUIRE(r->match);
+  CHECK(r->match->key == "p-1");
 }
 
 TEST_CASE("upload plan: auto sizes, S3 limits and the memory budget", "[unit]") {

@@ -20,7 +20,8 @@ S=(--store s3://lazycache/ctype --endpoint "$S3_ENDPOINT")
 "$LC" save "${S[@]}" --part-size 5M --key "$K-multi" "$W/big" > "$W/out"
 grep -Eq '[4-9] requests' "$W/out" || fail "the big save was not multipart: $(cat "$W/out")"
 for k in single multi; do
-  meta=$DATA/lazycache/ctype/$K-$k.tar.zst._S3rver_metadata.json
+  # The object's name carries the paths' version: K!VERSION.tar.zst (remote/cache_keys.h).
+  meta=$(find "$DATA/lazycache/ctype" -name "$K-$k!*.tar.zst._S3rver_metadata.json" | sed -n 1p)
   [ -f "$meta" ] || fail "no s3rver metadata at $meta"
   grep -q '"content-type": *"application/zstd"' "$meta" || fail "$k entry stored as: $(cat "$meta")"
 done

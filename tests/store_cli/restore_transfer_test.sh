@@ -21,7 +21,7 @@ for i in $(seq 1 50); do echo "small $i" > "$S/small/f$i"; done
 # restore_with OUT ARGS...: restores into OUT, prints the "N range requests (C x SIZE)" summary.
 restore_with() {
   local out=$1; shift
-  "$LC" restore --store "$W/store" --key k --extract "$@" "$out" > "$W/r.out" 2>&1 || { cat "$W/r.out"; fail "restore $*"; }
+  "$LC" restore --store "$W/store" --any-paths --key k --extract "$@" "$out" > "$W/r.out" 2>&1 || { cat "$W/r.out"; fail "restore $*"; }
   diff -r "$S" "$out" || fail "restore $* gave a different tree"
   grep -o '[0-9]* range requests.*' "$W/r.out" || fail "no request count in the summary: $(cat "$W/r.out")"
 }
@@ -41,7 +41,7 @@ tiny=$(restore_with "$W/o4" --part-size 2M --concurrency 2)
 [ "${tiny%% *}" -gt "$n_small" ] || fail "--part-size 2M did not make more range reads than 5M: $tiny vs $small"
 if "$LC" save --store "$W/store" --key k4 --part-size 4M "$S" > "$W/s4.out" 2>&1; then fail "save --part-size 4M accepted"; fi
 grep -q '5M to 5G' "$W/s4.out" || fail "save --part-size 4M: the refusal does not say S3's rule: $(cat "$W/s4.out")"
-if "$LC" restore --store "$W/store" --key k --extract --part-size 512K "$W/bad2" > "$W/bad2.out" 2>&1; then fail "--part-size 512K accepted"; fi
+if "$LC" restore --store "$W/store" --any-paths --key k --extract --part-size 512K "$W/bad2" > "$W/bad2.out" 2>&1; then fail "--part-size 512K accepted"; fi
 grep -q '1M to 5G' "$W/bad2.out" || fail "--part-size 512K: $(cat "$W/bad2.out")"
 
 # extract --key shares the engine and the options.
@@ -49,7 +49,7 @@ grep -q '1M to 5G' "$W/bad2.out" || fail "--part-size 512K: $(cat "$W/bad2.out")
 diff -r "$S" "$W/x/$(basename "$W")/src/tree" >/dev/null 2>&1 || diff -r "$S" "$W/x${S}" || fail "extract --key gave a different tree"
 
 # A bad plan is refused before anything is written.
-if "$LC" restore --store "$W/store" --key k --extract --concurrency 0 "$W/bad" > "$W/bad.out" 2>&1; then fail "--concurrency 0 accepted"; fi
+if "$LC" restore --store "$W/store" --any-paths --key k --extract --concurrency 0 "$W/bad" > "$W/bad.out" 2>&1; then fail "--concurrency 0 accepted"; fi
 grep -q -- '--concurrency' "$W/bad.out" || fail "the refusal does not name the option: $(cat "$W/bad.out")"
 [ ! -e "$W/bad" ] || fail "a refused restore left $W/bad"
 echo ok

@@ -64,11 +64,12 @@ check "$V" "$J" "restore at the saved paths"
 # 2. Again over the restored trees: same result.
 lc restore --extract --store "$W/store" --key trees > "$W/r2.out" 2>&1 || fail "second restore: $(cat "$W/r2.out")"
 check "$V" "$J" "restore over a restored tree"
-# 3. Elsewhere: PATHs take the roots in order, as mount maps them.
-lc restore --extract --store "$W/store" --key trees "$W/else/v" "$W/else/j" > "$W/r3.out" 2>&1 || fail "restore to PATHs: $(cat "$W/r3.out")"
+# 3. Elsewhere (--any-paths: other paths are another entry's identity): PATHs take the roots in
+# order, as mount maps them.
+lc restore --extract --any-paths --store "$W/store" --key trees "$W/else/v" "$W/else/j" > "$W/r3.out" 2>&1 || fail "restore to PATHs: $(cat "$W/r3.out")"
 check "$W/else/v" "$W/else/j" "restore to other PATHs"
 # A single PATH that is neither saved nor one per root: refused, nothing made.
-if lc restore --extract --store "$W/store" --key trees "$W/lone" > "$W/r4.out" 2>&1; then fail "one unknown PATH restored"; fi
+if lc restore --extract --any-paths --store "$W/store" --key trees "$W/lone" > "$W/r4.out" 2>&1; then fail "one unknown PATH restored"; fi
 grep -q "saved paths" "$W/r4.out" || fail "refusal does not list the saved paths: $(cat "$W/r4.out")"
 [ ! -e "$W/lone" ] || fail "refused restore created $W/lone"
 # 4. Refusing external symlinks: refused before anything is written, no partial tree.

@@ -23,3 +23,8 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 # (git's index and logs hold stat data and the clock, so they are left out).
 listing() { (cd "$1" && find . -mindepth 1 \( -type d -printf '%y %m %p\n' \) -o \( -printf '%y %m %s %n %p %l\n' \) | LC_ALL=C sort
              cd "$1" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 -r md5sum | grep -v -e '/.git/index$' -e '/.git/logs/'); }
+# The version an entry saved for PATH... is named with (remote/cache_keys.h: 16 hex digits of
+# SHA-256 over "lazycache-paths-v1", each path and "zstd-seekable", joined by NUL bytes).
+paths_version() { { printf 'lazycache-paths-v1'; printf '\0%s' "$@"; printf '\0zstd-seekable'; } | sha256sum | cut -c1-16; }
+# The file of KEY's entry saved for PATH... (default $P) in the local store $W/store.
+entry_file() { local key=$1; shift; [ $# -gt 0 ] || set -- "$P"; echo "$W/store/$key!$(paths_version "$@").tar.zst"; }

@@ -31,7 +31,7 @@ for p in range(30):
 EOF
 "$LC" save --key deps-v1 --frame-size 64K "$P" > "$W/out" || fail "save: $(cat "$W/out")"
 mkdir "$W/twin"
-zstd -q -d < "$W/store/deps-v1.tar.zst" | tar -x -C "$W/twin"
+zstd -q -d < "$(entry_file deps-v1)" | tar -x -C "$W/twin"
 T=$W/twin/${P#/}
 rm -rf "$P" && mkdir -p "$P"
 
@@ -79,12 +79,12 @@ echo "changed ${changed_bytes} B of ${total} B; compressed ${compressed_bytes} B
 
 listing "$T" > "$W/expected"
 mkdir "$W/restored"
-zstd -q -d < "$W/store/deps-v2.tar.zst" | tar -x -C "$W/restored"
+zstd -q -d < "$(entry_file deps-v2)" | tar -x -C "$W/restored"
 listing "$W/restored/${P#/}" > "$W/restored.list"
 diff "$W/expected" "$W/restored.list" > "$W/diff" || fail "zstd | tar restore differs from the twin: $(head -5 "$W/diff")"
-"$LC" verify "$W/store/deps-v2.tar.zst" > "$W/out" 2>&1 || fail "verify: $(cat "$W/out")"
+"$LC" verify "$(entry_file deps-v2)" > "$W/out" 2>&1 || fail "verify: $(cat "$W/out")"
 # The chmod'ed file's old member stays behind in its copied frame, superseded (info says so).
-"$LC" info "$W/store/deps-v2.tar.zst" > "$W/out" 2>&1 || fail "info: $(cat "$W/out")"
+"$LC" info "$(entry_file deps-v2)" > "$W/out" 2>&1 || fail "info: $(cat "$W/out")"
 grep -q "^dead members: " "$W/out" || fail "no dead members in the incremental entry: $(cat "$W/out")"
 
 # Metadata changes (issue 17 item 4: the new tree is built from the base index and upper/, not a
@@ -114,7 +114,7 @@ meta_changes "$T"
 grep -q "saved .* as key deps-v4: .* frames reused" "$W/out" || fail "the metadata save was not incremental: $(cat "$W/out" "$W/err")"
 listing "$T" > "$W/expected"
 mkdir "$W/restored4"
-zstd -q -d < "$W/store/deps-v4.tar.zst" | tar --xattrs -x -C "$W/restored4"
+zstd -q -d < "$(entry_file deps-v4)" | tar --xattrs -x -C "$W/restored4"
 R=$W/restored4/${P#/}
 listing "$R" > "$W/restored.list"
 diff "$W/expected" "$W/restored.list" > "$W/diff" || fail "metadata changes: zstd | tar restore differs from the twin: $(head -5 "$W/diff")"
@@ -124,7 +124,7 @@ if [ $xattrs = 1 ]; then
   [ "$(getfattr --absolute-names --only-values -n user.lc "$R/pkg-06/lib/f002.js" 2>/dev/null)" = hello ] || fail "an xattr set in the mount was not saved"
 fi
 [ "$(stat -c %i "$R/pkg-08/lib/f000.js")" = "$(stat -c %i "$R/pkg-08/lib/f000-link.js")" ] || fail "a new hardlink was not saved as one"
-"$LC" verify "$W/store/deps-v4.tar.zst" > "$W/out" 2>&1 || fail "verify deps-v4: $(cat "$W/out")"
+"$LC" verify "$(entry_file deps-v4)" > "$W/out" 2>&1 || fail "verify deps-v4: $(cat "$W/out")"
 
 # One changed file: the save reads upper/ and the base index, not the merged view. strace
 # counts the stat calls on names of the tree; a scan of the mount makes one per entry (3000+).
@@ -145,7 +145,7 @@ fi
 grep -q "saved .* as key deps-v5: .* frames reused" "$W/out" || fail "the one-change save was not incremental: $(cat "$W/out" "$W/err")"
 listing "$T" > "$W/expected"
 mkdir "$W/restored5"
-zstd -q -d < "$W/store/deps-v5.tar.zst" | tar -x -C "$W/restored5"
+zstd -q -d < "$(entry_file deps-v5)" | tar -x -C "$W/restored5"
 listing "$W/restored5/${P#/}" > "$W/restored.list"
 diff "$W/expected" "$W/restored.list" > "$W/diff" || fail "one change: zstd | tar restore differs from the twin: $(head -5 "$W/diff")"
 
@@ -155,13 +155,13 @@ diff "$W/expected" "$W/restored.list" > "$W/diff" || fail "one change: zstd | ta
 Q=$W/elsewhere/deps
 mkdir -p "$Q"
 P=$Q  # the EXIT trap unmounts $P
-"$LC" mount --key deps-v3 --restore-keys deps-v5 "$Q" > /dev/null
+"$LC" mount --any-paths --key deps-v3 --restore-keys deps-v5 "$Q" > /dev/null  # other paths: --any-paths
 echo more >> "$Q/pkg-01/lib/f001.js"
 "$LC" unmount --save "$Q" > "$W/out" 2> "$W/err" || fail "fallback save: $(cat "$W/out" "$W/err")"
 grep -q "incremental save not possible (.*none of the saved paths" "$W/err" || fail "no fallback message: $(cat "$W/err")"
 grep -q "saved .* as key deps-v3" "$W/out" || fail "fallback did not save: $(cat "$W/out")"
 grep -q "frames reused" "$W/out" && fail "a full pack must not report reuse: $(cat "$W/out")"
 mkdir "$W/restored3"
-zstd -q -d < "$W/store/deps-v3.tar.zst" | tar -x -C "$W/restored3"
+zstd -q -d < "$(entry_file deps-v3 "$Q")" | tar -x -C "$W/restored3"
 tail -c 5 "$W/restored3/${Q#/}/pkg-01/lib/f001.js" | grep -q more || fail "the fallback save lost the change"
 echo "OK"

@@ -29,7 +29,7 @@ changes() { (cd "$1" && while read -r f; do printf '// changed\n' >> "$f"; done 
 changes "$P"
 echo "== incremental unmount --save"; /usr/bin/time -f "%e s wall, %U s user" "$LC" unmount --save "$P"
 changes "$W/twin"
-mkdir "$W/x" && zstd -q -d < "$W/store/node-v2.tar.zst" | tar -x -C "$W/x"
+mkdir "$W/x" && zstd -q -d < "$(ls "$W/store"/node-v2\!*.tar.zst)" | tar -x -C "$W/x"
 diff -r "$W/twin" "$W/x/${P#/}" > /dev/null && echo "restore: identical content" || echo "restore: DIFFERS"
 "$LC" mount --key node-v4 --restore-keys node-v1 "$P" | grep matched
 changes "$P"

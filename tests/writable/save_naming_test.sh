@@ -35,13 +35,13 @@ changes() {
 # Relative from the workspace and absolute from /: the same member names.
 (cd "$WS" && "$LC" save --key rel-v1 --frame-size 16K "$(basename "$P")" > "$W/out") || fail "save of a relative path: $(cat "$W/out")"
 (cd / && "$LC" save --key abs-v1 --frame-size 16K "$P" > "$W/out") || fail "save of an absolute path: $(cat "$W/out")"
-members "$W/store/rel-v1.tar.zst" > "$W/rel.members"
-members "$W/store/abs-v1.tar.zst" > "$W/abs.members"
+members "$(entry_file rel-v1)" > "$W/rel.members"
+members "$(entry_file abs-v1)" > "$W/abs.members"
 diff "$W/rel.members" "$W/abs.members" > /dev/null || fail "relative and absolute saves name members differently: $(diff "$W/rel.members" "$W/abs.members" | head -5)"
 grep -qx "${P#/}/pkg-a/lib/f1.js" "$W/rel.members" || fail "members are not named by the absolute path: $(head -3 "$W/rel.members")"
 
 # An entry as saves before the rule made it: the relative name, the absolute path recorded.
-(cd "$WS" && "$LC" pack --frame-size 16K -o "$W/store/old-v1.tar.zst" "$(basename "$P")" > /dev/null)
+(cd "$WS" && "$LC" pack --frame-size 16K -o "$(entry_file old-v1)" "$(basename "$P")" > /dev/null)
 
 save_changed() {  # KEY RESTORE_PREFIX: mount from another directory, change, unmount --save
   rm -rf "$P" && mkdir -p "$P"
@@ -62,21 +62,21 @@ save_changed() {  # KEY RESTORE_PREFIX: mount from another directory, change, un
 check_restores() {  # KEY
   for tar in tar bsdtar; do
     rm -rf "$W/x" && mkdir "$W/x"
-    zstd -q -d < "$W/store/$1.tar.zst" | $tar -x -f - -C "$W/x" || fail "$tar -x of $1"
+    zstd -q -d < "$(entry_file "$1")" | $tar -x -f - -C "$W/x" || fail "$tar -x of $1"
     R=$W/x/$2
     [ -d "$R" ] || fail "$1 does not hold $2: $(ls -R "$W/x" | head)"
     diff <(dir_times "$R") "$W/want-dirs" || fail "$tar leaves directories of $1 with other metadata than the saved tree"
     diff -r "$R" "$W/twin" || fail "$tar: files of $1 differ from the changed tree"
   done
-  "$LC" verify "$W/store/$1.tar.zst" > /dev/null || fail "verify $1"
+  "$LC" verify "$(entry_file "$1")" > /dev/null || fail "verify $1"
 }
 
 save_changed rel-v2 rel-v1
-members "$W/store/rel-v2.tar.zst" | grep -q "^${P#/}/pkg-c/lib/new.js$" || fail "rel-v2 names members otherwise"
+members "$(entry_file rel-v2)" | grep -q "^${P#/}/pkg-c/lib/new.js$" || fail "rel-v2 names members otherwise"
 check_restores rel-v2 "${P#/}"
 
 save_changed old-v2 old-v1
-members "$W/store/old-v2.tar.zst" | grep -q "^$(basename "$P")/pkg-c/lib/new.js$" || fail "old-v2 does not keep the mounted entry's names"
+members "$(entry_file old-v2)" | grep -q "^$(basename "$P")/pkg-c/lib/new.js$" || fail "old-v2 does not keep the mounted entry's names"
 check_restores old-v2 "$(basename "$P")"
 # The base replaced between mount and save: not built on (the mount recorded its ETag); the
 # merged view is packed whole instead (every frame read, so the mount needs no store).
@@ -85,10 +85,10 @@ rm -rf "$P" && mkdir -p "$P"
 find "$P" -type f -exec cat {} + > /dev/null
 echo again >> "$P/pkg-b/lib/f2.js"
 # Replaced by an entry with the same member names (and the original content).
-cp "$W/store/abs-v1.tar.zst" "$W/store/rel-v2.tar.zst.new" && mv "$W/store/rel-v2.tar.zst.new" "$W/store/rel-v2.tar.zst"
+cp "$(entry_file abs-v1)" "$W/store/rel-v2.tar.zst.new" && mv "$W/store/rel-v2.tar.zst.new" "$(entry_file rel-v2)"
 "$LC" unmount --save "$P" > "$W/out" 2> "$W/err" || fail "unmount --save after the base was replaced: $(cat "$W/out" "$W/err")"
 grep -q "was replaced after it was mounted" "$W/err" || fail "a replaced base was built on: $(cat "$W/out" "$W/err")"
-rm -rf "$W/x" && mkdir "$W/x" && zstd -q -d < "$W/store/rel-v3.tar.zst" | tar -x -C "$W/x"
+rm -rf "$W/x" && mkdir "$W/x" && zstd -q -d < "$(entry_file rel-v3)" | tar -x -C "$W/x"
 echo again >> "$W/twin/pkg-b/lib/f2.js"
 diff -r "$W/x/${P#/}" "$W/twin" > /dev/null || fail "rel-v3 is not the merged view of the mount"
 echo "PASS"

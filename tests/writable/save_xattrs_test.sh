@@ -20,7 +20,7 @@ if ! setfattr -n user.probe -v 1 "$W/probe" 2>/dev/null; then echo "SKIP: no use
 # Restores entry KEY with stock tools into $W/x-KEY and prints NAME=VALUE of FILE (relative to $P).
 xattr_of() {  # xattr_of KEY FILE NAME
   local d=$W/x-$1
-  if [ ! -d "$d" ]; then mkdir "$d" && zstd -q -d < "$W/store/$1.tar.zst" | tar --xattrs --xattrs-include='*' -x -C "$d"; fi
+  if [ ! -d "$d" ]; then mkdir "$d" && zstd -q -d < "$(entry_file "$1")" | tar --xattrs --xattrs-include='*' -x -C "$d"; fi
   getfattr --absolute-names --only-values -n "$3" "$d/${P#/}/$2" 2>/dev/null || echo "(none)"
 }
 expect_xattr() {  # expect_xattr KEY FILE NAME VALUE
@@ -66,10 +66,10 @@ expect_xattr x-v2 pkg/new.txt user.fresh three "set in the mount on a new file, 
 "$LC" mount --key x-v3 --restore-keys x-v1 "$P" > /dev/null
 cat "$P"/pkg/* "$P"/many/* > /dev/null  # every frame in the cache: the full pack needs no store
 job mounted
-mv "$W/store/x-v1.tar.zst" "$W/x-v1.away"
+mv "$(entry_file x-v1)" "$W/x-v1.away"
 "$LC" unmount --save "$P" > "$W/out" 2>&1 || fail "unmount --save without the base: $(cat "$W/out")"
 grep -q "packing the whole merged view" "$W/out" || fail "want a full save: $(cat "$W/out")"
-mv "$W/x-v1.away" "$W/store/x-v1.tar.zst"
+mv "$W/x-v1.away" "$(entry_file x-v1)"
 expect_xattr x-v3 pkg/a.txt user.base one "the base's xattr, full"
 expect_xattr x-v3 pkg user.dir d "the base's directory xattr, full"
 expect_xattr x-v3 pkg/b.txt user.new two "set in the mount on a base file, full"

@@ -19,7 +19,7 @@ trap 'stop_holder; cli_test_cleanup' EXIT
 # The save record `mount` writes for $P (tools/save_record.h).
 RECORD=$LAZYCACHE_RUN_DIR/save-$(echo "$P" | tr / _).info
 saved_file() {  # saved_file KEY FILE: FILE's content in entry KEY, by stock zstd + tar
-  zstd -q -d < "$W/store/$1.tar.zst" | tar -xO "${P#/}/$2"
+  zstd -q -d < "$(entry_file "$1")" | tar -xO "${P#/}/$2"
 }
 # After a failed unmount --save: the mount still serves the job's change and takes a write (to
 # pkg/more.txt), and its save record is in place.
@@ -58,7 +58,7 @@ grep -q "$P is busy" "$W/err" || fail "the error must name the busy path: $(cat 
 grep -q "pid $HOLDER (sleep)" "$W/err" || fail "the error must name the holder: $(cat "$W/err")"
 grep -q "fuser -vm $P" "$W/err" || fail "the error must say how to find the holder: $(cat "$W/err")"
 grep -q "nothing was saved" "$W/err" || fail "the error must say nothing was saved: $(cat "$W/err")"
-[ -f "$W/store/deps-v2.tar.zst" ] && fail "a busy unmount --save must not save"
+[ -f "$(entry_file deps-v2)" ] && fail "a busy unmount --save must not save"
 kept_mounted pkg/new.txt "job change" "busy before the save"
 retry_unmount "saved .* as key deps-v2" "busy before the save"
 [ "$(saved_file deps-v2 pkg/new.txt)" = "job change" ] || fail "the saved entry lacks the job's change"

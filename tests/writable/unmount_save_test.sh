@@ -23,7 +23,7 @@ head -c 3000000 /dev/urandom > "$P/pkg-1/lib/big.bin"
 ln -s ../pkg-1/index.js "$P/pkg-2/alias.js"
 "$LC" unmount --save "$P" > "$W/out"
 grep -q "saved .* as key deps-v1" "$W/out" || fail "save after a miss: $(cat "$W/out")"
-[ -f "$W/store/deps-v1.tar.zst" ] || fail "no deps-v1 entry in the store"
+[ -f "$(entry_file deps-v1)" ] || fail "no deps-v1 entry in the store"
 
 # The next job starts with P empty, as on a fresh runner (mount refuses to hide files).
 rm -rf "$P" && mkdir -p "$P"
@@ -48,7 +48,7 @@ changes() {
   git clone -q "file://$W/repo" "$1/cloned" && git -C "$1/cloned" fsck --strict 2>/dev/null
 }
 mkdir "$W/twin"
-zstd -q -d < "$W/store/deps-v1.tar.zst" | tar -x -C "$W/twin"
+zstd -q -d < "$(entry_file deps-v1)" | tar -x -C "$W/twin"
 T=$W/twin/${P#/}
 "$LC" mount --key deps-v2 --restore-keys deps- "$P" > "$W/out"
 grep -q "cache-matched-key=deps-v1" "$W/out" || fail "restore-key mount: $(cat "$W/out")"
@@ -62,7 +62,7 @@ grep -Eq " [2-9][0-9]* hot files first" "$W/out" || fail "hot list of the job's 
 grep -Eq "[0-9]+ frames reused / [0-9]+ compressed" "$W/out" || fail "a save on top of the mounted entry must be incremental: $(cat "$W/out")"
 listing "$T" > "$W/expected"
 mkdir "$W/restored"
-zstd -q -d < "$W/store/deps-v2.tar.zst" | tar -x -C "$W/restored"
+zstd -q -d < "$(entry_file deps-v2)" | tar -x -C "$W/restored"
 listing "$W/restored/${P#/}" > "$W/restored.list"
 diff "$W/expected" "$W/restored.list" > "$W/diff" || fail "zstd | tar restore differs from the twin: $(head -5 "$W/diff")"
 "$LC" mount --key deps-v2 "$P" > /dev/null
@@ -81,11 +81,11 @@ for _ in $(seq 1 200); do
 done
 kill -9 $SAVER
 wait $SAVER 2>/dev/null || true
-[ -f "$W/store/deps-v3.tar.zst" ] && fail "deps-v3 appeared although its save was killed"
+[ -f "$(entry_file deps-v3)" ] && fail "deps-v3 appeared although its save was killed"
 mountpoint -q "$P" || fail "the mount went away with the killed save"
 [ "$(stat -c %s "$P/huge.bin")" = 150000000 ] || fail "the change was lost"
 mkdir "$W/restored2"
-zstd -q -d < "$W/store/deps-v2.tar.zst" | tar -x -C "$W/restored2"
+zstd -q -d < "$(entry_file deps-v2)" | tar -x -C "$W/restored2"
 listing "$W/restored2/${P#/}" > "$W/restored2.list"
 diff "$W/expected" "$W/restored2.list" > /dev/null || fail "deps-v2 damaged by the killed save"
 "$LC" unmount --save "$P" > "$W/out"

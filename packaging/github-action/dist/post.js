@@ -630,7 +630,6 @@ __defs['./inputs'] = function (module, exports) {
 // fail-on-cache-miss, enableCrossOsArchive, save-always, upload-chunk-size) plus the store
 // settings, validated the way actions/cache validates them, and turned into CLI arguments.
 
-const crypto = require('crypto');
 const os = require('os');
 const path = require('path');
 const core = __require('./core');
@@ -679,7 +678,6 @@ function readInputs(env = process.env) {
     key,
     restoreKeys,
     paths,
-    version: pathsVersion(rawPaths),
     lookupOnly: core.getBooleanInput('lookup-only'),
     failOnCacheMiss: core.getBooleanInput('fail-on-cache-miss'),
     enableCrossOsArchive: core.getBooleanInput('enableCrossOsArchive'),
@@ -715,32 +713,18 @@ function storeArgs(inputs) {
   return args;
 }
 
-// The entry's version, as actions/cache computes its cache version: the `path` lines as written
-// and the compression, so that a key reused for other paths (or another format) misses instead
-// of mounting another job's tree. 16 hex digits of SHA-256.
-function pathsVersion(rawPaths) {
-  return crypto.createHash('sha256').update(['lazycache-paths-v1', ...rawPaths, 'zstd-seekable'].join('\n'))
-    .digest('hex').slice(0, 16);
-}
-
-// The CLI's --scope: the `scope` input plus the version ("org/repo/paths-3f2a9c0d1e2f3a4b"; a
-// scope is one segment of the object name however many '/' it has, docs/stores.md). Keys and
-// restore-keys prefixes then only ever match entries saved for the same paths.
-function entryScope(inputs) {
-  const version = `paths-${inputs.version}`;
-  return inputs.scope ? `${inputs.scope}/${version}` : version;
-}
-
-// --key/--restore-keys/--scope.
+// --key/--restore-keys/--scope. The paths are not in here: the CLI makes them part of the entry's
+// identity itself (its version, docs/stores.md), from the PATHs every command is given, so the
+// action passes them to restore, lookup and save and adds no scheme of its own.
 function keyArgs(inputs, { withRestoreKeys = true } = {}) {
   const args = ['--key', inputs.key];
   if (withRestoreKeys) for (const k of inputs.restoreKeys) args.push('--restore-keys', k);
-  args.push('--scope', entryScope(inputs));
+  if (inputs.scope) args.push('--scope', inputs.scope);
   return args;
 }
 
 module.exports = {
-  readInputs, storeUrl, storeArgs, keyArgs, resolvePath, validateKey, pathsVersion, entryScope, MAX_KEY_LENGTH,
+  readInputs, storeUrl, storeArgs, keyArgs, resolvePath, validateKey, MAX_KEY_LENGTH,
 };
 };
 __require('./step').run().catch((e) => __require('./core').warning(`lazycache post step: ${e && e.stack ? e.stack : e}`));

@@ -98,7 +98,7 @@ async function main() {
       core.setFailed(`lookup-only needs the lookup command, which this lazycache (${cli.version}) does not have`);
       return;
     }
-    result = cli.run(['lookup', ...storeArgs(inputs), ...keyArgs(inputs)]);
+    result = cli.run(['lookup', ...storeArgs(inputs), ...keyArgs(inputs), '--', ...inputs.paths]);  // the paths: the entry's version
     state.mode = 'lookup';
     state.command = 'lookup';
   } else {
