@@ -10,7 +10,10 @@ FrameSpan ArchiveReadAhead::on_read(uint32_t first, uint32_t last, uint32_t fram
   if (frame_count == 0 || last < first || last >= frame_count) return {};
   Cursor* match = nullptr;
   for (Cursor& c : cursors_) {
-    if (first >= c.frame && first - c.frame <= config_.gap_frames) {
+    // Frames already asked for count as read: their files may reach the job from the kernel's
+    // page cache (Filesystem's hand-off) without a read here, so the next read lands past them.
+    const uint32_t reach = std::max(c.frame, c.requested_until);
+    if (first >= c.frame && first <= uint64_t{reach} + config_.gap_frames) {
       match = &c;
       break;
     }

@@ -11,11 +11,13 @@
 //
 // Detection: up to `streams` cursors (several readers, or a job interleaving two areas). A read
 // of frames [first, last] continues a cursor when `first` lies between the cursor's frame and
-// `gap_frames` past it. Reads inside the cursor's current frame only keep it alive; moving to a
-// later frame doubles its window (from `initial_frames` up to `max_frames`) and asks for the
-// frames after `last` up to the window that no earlier call asked for. A read that continues no
-// cursor replaces the least recently used one and asks for nothing: one jump is not a pattern,
-// and fetching after every random read would overfetch.
+// `gap_frames` past the last frame it asked for (frames fetched ahead may be read from the
+// kernel's page cache, never reaching the mount: the next read comes after them). Reads inside
+// the cursor's current frame only keep it alive; moving to a later frame doubles its window
+// (from `initial_frames` up to `max_frames`) and asks for the frames after `last` up to the
+// window that no earlier call asked for. A read that continues no cursor replaces the least
+// recently used one and asks for nothing: one jump is not a pattern, and fetching after every
+// random read would overfetch.
 // Not thread-safe: the owner serialises calls.
 #pragma once
 

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <future>
 #include <iostream>
+#include <iterator>
 
 namespace lazycache::fs {
 
@@ -45,8 +46,10 @@ struct Filesystem::OpenFile {
   EntryId id = 0;
   uint64_t data_offset = 0;
   uint64_t size = 0;
-  std::mutex mu;  // guards policy
+  uint32_t first_frame = 0;  // of the file's data
+  std::mutex mu;             // guards policy, dropped_behind
   ReadAheadPolicy policy;
+  uint32_t dropped_behind = 0;  // frames before this one were dropped behind the reader
   // Shared with the file's reads in flight: they record their failure after the file may have
   // been released.
   std::shared_ptr<RecentFailure> failure = std::make_shared<RecentFailure>();
@@ -72,8 +75,10 @@ namespace {
 // reader joining it would fail the same way, so it gets a fresh fetch instead.
 // A frame larger than a quarter of the budget is spilled to a file (fs/frame_spill.h): held in
 // memory it would leave too little for the frames around it, or not fit at all.
-FetcherConfig fetcher_config(const FilesystemConfig& c, const std::shared_ptr<ChunkCache>& cache) {
+FetcherConfig fetcher_config(const FilesystemConfig& c, const std::shared_ptr<ChunkCache>& cache,
+                             std::function<void(uint32_t, const FramePtr&)> on_decoded) {
   FetcherConfig f = c.fetcher;
+  f.on_decoded = std::move(on_decoded);
   if (c.read_timeout_ms > 0) f.restart_after_ms = std::min<uint64_t>(f.restart_after_ms, c.read_timeout_ms);
   if (f.spill_over_bytes == 0) f.spill_over_bytes = std::max<uint64_t>(c.memory_budget_bytes / 4, 1);
   if (f.fill_memory_bytes == 0) f.fill_memory_bytes = std::max<uint64_t>(c.memory_budget_bytes / 4, 1);
@@ -102,7 +107,9 @@ Result<ReadPiece> piece_of(const FetchedFrame& frame, uint64_t offset, uint64_t 
 Filesystem::Filesystem(std::unique_ptr<format::ArchiveReader> reader, std::shared_ptr<ChunkCache> chunk_cache, FilesystemConfig config)
     : reader_(std::move(reader)), config_(config), budget_(config.memory_budget_bytes), memory_(budget_),
       chunk_cache_(std::move(chunk_cache)),
-      fetcher_(std::make_unique<FrameFetcher>(*reader_, chunk_cache_, memory_, budget_, fetcher_config(config, chunk_cache_))),
+      fetcher_(std::make_unique<FrameFetcher>(
+          *reader_, chunk_cache_, memory_, budget_,
+          fetcher_config(config, chunk_cache_, [this](uint32_t frame, const FramePtr& bytes) { hand_to_page_cache(frame, bytes); }))),
       started_(std::chrono::steady_clock::now()), archive_ahead_(config.archive_readahead), opened_(reader_->index().entry_count(), false),
       watchdog_([this](std::stop_token st) { watchdog(st); }) {
   // The hot region is the run of the stream the hot files fill (the start of a packed archive,
@@ -123,6 +130,56 @@ Filesystem::Filesystem(std::unique_ptr<format::ArchiveReader> reader, std::share
     hot_region_first_frame_ = index().frames_for_range(region_start, 1).first;
     hot_region_last_frame_ = index().frames_for_range(region_end - 1, 1).second;
   }
+  described_ = std::make_unique<std::atomic<bool>[]>(index().entry_count());
+  for (EntryId id = 0; id < index().entry_count(); ++id) {
+    const format::Entry e = index().entry(id);
+    if (e.type == format::EntryType::kRegular && e.size > 0 && e.link_group == id) files_by_offset_.push_back({e.data_offset, e.size, id});
+  }
+  std::sort(files_by_offset_.begin(), files_by_offset_.end(),
+            [](const FileSpan& a, const FileSpan& b) { return a.data_offset < b.data_offset; });
+}
+
+void Filesystem::add_page_cache_sink(const void* owner, PageCacheSink sink) {
+  std::unique_lock lock(sinks_mu_);
+  sinks_.emplace_back(owner, std::move(sink));
+}
+
+void Filesystem::remove_page_cache_sink(const void* owner) {
+  std::unique_lock lock(sinks_mu_);  // waits for a hand-off in progress
+  std::erase_if(sinks_, [owner](const auto& s) { return s.first == owner; });
+}
+
+void Filesystem::hand_to_page_cache(uint32_t frame, const FramePtr& bytes) {
+  std::shared_lock lock(sinks_mu_);
+  if (sinks_.empty()) return;
+  const format::FrameInfo& info = index().frames()[frame];
+  const uint64_t begin = info.uncompressed_offset, end = begin + info.uncompressed_size;
+  if (bytes->size() != info.uncompressed_size) return;
+  auto it = std::lower_bound(files_by_offset_.begin(), files_by_offset_.end(), begin,
+                             [](const FileSpan& f, uint64_t offset) { return f.data_offset < offset; });
+  // A file that begins in an earlier frame and reaches into this one still needs the frame.
+  bool all_taken = it == files_by_offset_.begin() || std::prev(it)->data_offset + std::prev(it)->size <= begin;
+  uint64_t taken = 0;
+  for (; it != files_by_offset_.end() && it->data_offset < end; ++it) {
+    if (it->data_offset + it->size > end) {  // reaches into the next frame
+      all_taken = false;
+      break;
+    }
+    const std::span<const char> content(bytes->data() + (it->data_offset - begin), it->size);
+    bool took = false;
+    if (described_[it->id].load(std::memory_order_relaxed)) {
+      for (auto& [owner, sink] : sinks_) took = sink(it->id, content) || took;  // every mount of the archive
+    }
+    taken += took ? 1 : 0;
+    all_taken = all_taken && took;
+  }
+  files_to_page_cache_.fetch_add(taken, std::memory_order_relaxed);
+  // Without a chunk cache a frame dropped here would cost a store read if the kernel let go of
+  // a page: keep it.
+  if (all_taken && taken > 0 && chunk_cache_ != nullptr) {
+    memory_.hand_to_kernel(frame);
+    frames_to_page_cache_.fetch_add(1, std::memory_order_relaxed);
+  }
 }
 
 Filesystem::~Filesystem() {
@@ -142,6 +199,7 @@ EntryId Filesystem::canonical(EntryId id) const {
 Result<Attr> Filesystem::getattr(EntryId id) const {
   if (id >= index().entry_count()) return Status(ErrorCode::kNotFound, "no entry " + std::to_string(id));
   const format::Entry e = index().entry(canonical(id));
+  described_[e.id].store(true, std::memory_order_relaxed);  // the page-cache hand-off's candidates
   Attr a;
   a.mtime_ns = e.mtime_ns;
   a.uid = config_.owner ? config_.owner->first : e.uid;
@@ -229,6 +287,7 @@ Result<uint64_t> Filesystem::open(EntryId id, int open_flags) {
   file->id = id;
   file->data_offset = e.data_offset;
   file->size = e.size;
+  file->first_frame = e.size > 0 ? index().frames_for_range(e.data_offset, 1).first : 0;
   file->policy = ReadAheadPolicy(config_.readahead);
   bool first_in_dir = false;
   {
@@ -288,10 +347,22 @@ void Filesystem::read(uint64_t handle, uint64_t offset, size_t size, ReadCallbac
     }
   }
   FileRange ahead;
+  uint32_t behind_from = 0, behind_to = 0;  // frames [from, to) to drop behind a streaming reader
   {
     std::lock_guard lock(file->mu);
     ahead = file->policy.on_read(offset, length, file->size);
+    // Drop-behind (issue 15, memory): a file read sequentially past frames that hold nothing
+    // else (the interior of a file larger than a frame) needs them no more: the kernel's page
+    // cache has what the replies carried. Without this a few large files filled the budget
+    // with frames nobody reads again (mixed fixture: 255 MiB peak). One frame behind the read
+    // stays: the kernel's concurrent readahead requests arrive a little out of order.
+    if (file->policy.window_bytes() > config_.readahead.initial_window_bytes && first > file->first_frame + 2) {
+      behind_from = std::max(file->dropped_behind, file->first_frame + 1);
+      behind_to = first - 1;
+      file->dropped_behind = std::max(file->dropped_behind, behind_to);
+    }
   }
+  for (uint32_t f = behind_from; f < behind_to; ++f) memory_.drop(f);
   auto op = std::make_shared<ReadOp>();
   // `file` may be released (and freed) as soon as get_range() below has replied: nothing after
   // that call may touch it.
@@ -389,11 +460,12 @@ void Filesystem::watchdog(std::stop_token stop) {
 }
 
 void Filesystem::trim_if_idle() {
-  if (config_.idle_trim_ms == 0 || memory_.held_bytes() == 0 || !fetcher_->idle()) return;
+  if (config_.idle_trim_ms == 0 || (memory_.held_bytes() == 0 && fetcher_->buffers_kept() == 0) || !fetcher_->idle()) return;
   const auto last = std::chrono::steady_clock::time_point(
       std::chrono::steady_clock::duration(last_read_ns_.load(std::memory_order_relaxed)));
   if (std::chrono::steady_clock::now() - last < std::chrono::milliseconds(config_.idle_trim_ms)) return;
-  if (memory_.clear() > 0) ::malloc_trim(0);
+  const uint64_t frames = memory_.clear();  // first: their buffers go back to the free list
+  if (frames + fetcher_->trim_buffers() > 0) ::malloc_trim(0);
 }
 
 void Filesystem::prefetch_directory(const format::Entry& opened) {
@@ -483,6 +555,8 @@ MountStats Filesystem::stats() const {
   s.frames_spilled = c.frames_spilled.load();
   s.frames_decoded = c.frames_decoded.load();
   s.readahead_stored = c.readahead_stored.load();
+  s.files_to_page_cache = files_to_page_cache_.load(std::memory_order_relaxed);
+  s.frames_to_page_cache = frames_to_page_cache_.load(std::memory_order_relaxed);
   s.fetch_errors = c.fetch_errors.load();
   s.files_opened = files_opened_.load();
   s.open_handles = open_handles_.load();

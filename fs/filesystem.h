@@ -39,6 +39,8 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <shared_mutex>
+#include <span>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -125,6 +127,11 @@ struct ReadPiece {
 };
 using ReadCallback = std::function<void(Result<std::vector<ReadPiece>>)>;
 
+// Puts the whole content of regular file `file` (canonical id) into the kernel's page cache
+// (FUSE notify_store); true when the kernel took it (it knows the file's inode). See
+// Filesystem::add_page_cache_sink.
+using PageCacheSink = std::function<bool(EntryId file, std::span<const char> content)>;
+
 enum class PrefetchMode { kNone, kHotList, kAll };
 
 class Filesystem {
@@ -175,6 +182,21 @@ class Filesystem {
   // Drops the prefetch and fill not yet started (the mount is ending: it must not wait for them).
   void stop_fill() { fetcher_->stop_background(); }
 
+  // Page-cache hand-off (issue 15: memory, and a request per file less). Every frame decoded
+  // into memory offers each file that lies wholly inside it to every sink (after the reads
+  // waiting on the frame were answered). A job walking the tree then reads those files from the
+  // page cache without a request to the mount (keep_cache keeps the pages across opens), and
+  // when every file of the frame was taken (none reaches into a neighbouring frame), the frame is
+  // dropped from memory at once (with a chunk cache to decode it from again, should the kernel
+  // drop pages) and readahead skips it. The kernel takes a file only when it knows its inode
+  // (a lookup or readdirplus named it; getattr() notes the entries it described and only those
+  // are offered): a job opening files by path hands off little, and its frames stay in memory.
+  // `owner` identifies the sink for removal. Sinks run on a fetch thread;
+  // remove_page_cache_sink() waits for a hand-off in progress, so after it returns the sink is
+  // never called again.
+  void add_page_cache_sink(const void* owner, PageCacheSink sink);
+  void remove_page_cache_sink(const void* owner);
+
   MountStats stats() const;
   // Reads whose callback has not run yet. The FUSE glue waits for 0 before it destroys sessions,
   // so no reply is ever sent on a destroyed session (every read ends within read_timeout_ms).
@@ -190,6 +212,7 @@ class Filesystem {
   // directory's other files at readahead priority (see directory_prefetch_frames).
   void prefetch_directory(const format::Entry& opened);
   void finish(const std::shared_ptr<ReadOp>& op, Result<std::vector<ReadPiece>> result);
+  void hand_to_page_cache(uint32_t frame, const FramePtr& bytes);  // fetch thread (on_decoded)
   void watchdog(std::stop_token stop);
   void trim_if_idle();  // watchdog thread
 
@@ -211,6 +234,21 @@ class Filesystem {
   // end: the job that read the region reads little past it.
   int64_t hot_region_first_frame_ = -1, hot_region_last_frame_ = -1;
   std::atomic<uint64_t> fill_target_bytes_{0};  // set by start_prefetch
+
+  // Canonical regular files with data, by data offset (the page-cache hand-off's map from a
+  // frame to the files inside it). Built once; read-only after the constructor.
+  struct FileSpan {
+    uint64_t data_offset = 0, size = 0;
+    EntryId id = 0;
+  };
+  std::vector<FileSpan> files_by_offset_;
+  // Entries getattr() described (lookup and readdirplus replies carry its attributes): the
+  // inodes the kernel may know. Others are not offered to the sinks (a notify_store of an
+  // unknown inode fails, and node's first run would pay a failed write per file of each frame).
+  std::unique_ptr<std::atomic<bool>[]> described_;
+  std::shared_mutex sinks_mu_;  // guards sinks_; held shared while a hand-off runs
+  std::vector<std::pair<const void*, PageCacheSink>> sinks_;
+  std::atomic<uint64_t> files_to_page_cache_{0}, frames_to_page_cache_{0};
 
   mutable std::mutex access_mu_;  // guards opened_, access_order_
   std::vector<bool> opened_;

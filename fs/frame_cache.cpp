@@ -28,14 +28,36 @@ bool FrameCache::contains(uint32_t frame) const {
 bool FrameCache::evict_one_locked() {
   std::list<uint32_t>& from = lru_.empty() ? ahead_lru_ : lru_;  // frames about to be read go last
   if (from.empty()) return false;
-  auto it = map_.find(from.back());
+  erase_locked(map_.find(from.back()));
+  return true;
+}
+
+void FrameCache::erase_locked(Map::iterator it) {
   const uint64_t n = it->second.data->size();
   held_ -= n;
   if (it->second.ahead) ahead_held_ -= n;
   budget_.release(n);
+  (it->second.ahead ? ahead_lru_ : lru_).erase(it->second.pos);
   map_.erase(it);
-  from.pop_back();
+}
+
+void FrameCache::hand_to_kernel(uint32_t frame) {
+  std::lock_guard lock(mu_);
+  handed_.insert(frame);
+  if (auto it = map_.find(frame); it != map_.end()) erase_locked(it);
+}
+
+bool FrameCache::drop(uint32_t frame) {
+  std::lock_guard lock(mu_);
+  auto it = map_.find(frame);
+  if (it == map_.end()) return false;
+  erase_locked(it);
   return true;
+}
+
+bool FrameCache::kernel_holds(uint32_t frame) const {
+  std::lock_guard lock(mu_);
+  return handed_.count(frame) != 0;
 }
 
 bool FrameCache::put(uint32_t frame, FramePtr data, bool ahead) {

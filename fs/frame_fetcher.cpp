@@ -50,6 +50,7 @@ void FrameFetcher::enqueue_locked(uint32_t frame, Priority priority, bool keep_i
     Pending fresh{priority, seq_++, false, stuck.keep_in_memory || keep_in_memory, std::move(stuck.waiters), {}, 0};
     if (cb) fresh.waiters.push_back(std::move(cb));
     fresh.priority = std::min(priority, stuck.priority);
+    fresh.readahead_asked = stuck.readahead_asked || priority == Priority::kReadahead;
     queue_.insert(QueueKey{static_cast<uint8_t>(fresh.priority), fresh.seq, frame});
     pending_.emplace(frame, std::move(fresh));
     counters_.fetches_restarted.fetch_add(1, std::memory_order_relaxed);
@@ -60,6 +61,7 @@ void FrameFetcher::enqueue_locked(uint32_t frame, Priority priority, bool keep_i
     Pending& p = it->second;
     if (cb) p.waiters.push_back(std::move(cb));
     p.keep_in_memory = p.keep_in_memory || keep_in_memory;
+    p.readahead_asked = p.readahead_asked || priority == Priority::kReadahead;
     if (!p.claimed && priority < p.priority) {
       queue_.erase(QueueKey{static_cast<uint8_t>(p.priority), p.seq, frame});
       p.priority = priority;
@@ -126,7 +128,7 @@ void FrameFetcher::prefetch(uint32_t first, uint32_t last, Priority priority) {
   std::lock_guard lock(mu_);
   if (stop_ || (background_stopped_ && priority >= Priority::kPrefetch)) return;
   for (uint32_t f = first; f <= last; ++f) {
-    if (readahead && (memory_.contains(f) || (spills(f) && spill_.get(f) != nullptr))) continue;
+    if (readahead && (memory_.contains(f) || memory_.kernel_holds(f) || (spills(f) && spill_.get(f) != nullptr))) continue;
     enqueue_locked(f, priority, keep, nullptr);
   }
 }
@@ -285,7 +287,7 @@ void FrameFetcher::complete(uint32_t frame, uint64_t seq, const Result<FetchedFr
     // frame in one place or the other and never starts a second fetch.
     if (result.ok() && p.keep_in_memory && result->bytes != nullptr) {
       // Read ahead and not read yet: evicted last, within its share (else an ordinary frame).
-      const bool ahead = p.priority == Priority::kReadahead && p.waiters.empty() &&
+      const bool ahead = (p.priority == Priority::kReadahead || p.readahead_asked) && p.waiters.empty() &&
                          memory_.ahead_bytes() + result->bytes->size() <= config_.ahead_memory_bytes;
       memory_.put(frame, result->bytes, ahead);
     }
@@ -309,6 +311,9 @@ void FrameFetcher::complete(uint32_t frame, uint64_t seq, const Result<FetchedFr
   }
   if (p.priority >= Priority::kPrefetch && result.ok()) counters_.prefetched_frames.fetch_add(1, std::memory_order_relaxed);
   for (auto& cb : p.waiters) cb(result);
+  // After the replies: the kernel unlocks the pages of the reads just answered, which a hand-off
+  // of the same files to its page cache would otherwise wait for.
+  if (result.ok() && result->bytes != nullptr && config_.on_decoded) config_.on_decoded(frame, result->bytes);
 }
 
 void FrameFetcher::log_fetch_error(uint32_t frame, const Status& error) {
@@ -466,18 +471,18 @@ void FrameFetcher::process_run(const std::vector<uint32_t>& run, const std::vect
   std::vector<uint32_t> missing;
   for (uint32_t f : run) {
     // A fill frame already cached, that nobody waits for: nothing to read, nothing to decode.
-    if (store_only && want(f, seq_of[f], false) != Want::kWanted && !(priority == Priority::kReadahead && keep_if_room(f, seq_of[f])) &&
+    if (store_only && want(f, seq_of[f], false) != Want::kWanted && !keep_if_room(f, seq_of[f]) &&
         chunk_cache_->contains(frames_[f].digest) && want(f, seq_of[f], true) != Want::kWanted) {
       continue;
     }
     if (chunk_cache_ != nullptr) {
       auto cached = chunk_cache_->get(frames_[f].digest);
       if (cached.ok()) {
-        auto decoded = reader_.decode_frame(f, std::as_bytes(std::span(cached->data(), cached->size())));
+        auto decoded = buffers_.decode(frames_[f], f, std::as_bytes(std::span(cached->data(), cached->size())));
         counters_.frames_decoded.fetch_add(1, std::memory_order_relaxed);
         if (decoded.ok()) {
           counters_.frames_from_chunk_cache.fetch_add(1, std::memory_order_relaxed);
-          complete(f, seq_of[f], FetchedFrame{std::make_shared<const std::string>(std::move(decoded).value()), nullptr});
+          complete(f, seq_of[f], FetchedFrame{std::move(decoded).value(), nullptr});
           continue;
         }
         cached = decoded.error();
@@ -517,12 +522,12 @@ void FrameFetcher::process_run(const std::vector<uint32_t>& run, const std::vect
     auto deliver = [&](uint32_t f) {
       Result<FetchedFrame> out = failed;
       if (failed.ok()) {
-        auto decoded = reader_.decode_frame(f, bytes_of(f));
+        auto decoded = buffers_.decode(frames_[f], f, bytes_of(f));
         counters_.frames_decoded.fetch_add(1, std::memory_order_relaxed);
         if (decoded.ok()) {
           if (chunk_cache_ != nullptr) to_cache.push_back(f);
           counters_.frames_from_store.fetch_add(1, std::memory_order_relaxed);
-          out = FetchedFrame{std::make_shared<const std::string>(std::move(decoded).value()), nullptr};
+          out = FetchedFrame{std::move(decoded).value(), nullptr};
         } else {
           out = decoded.error();
         }
@@ -535,8 +540,7 @@ void FrameFetcher::process_run(const std::vector<uint32_t>& run, const std::vect
     std::vector<uint32_t> fill_only;
     for (size_t k = i; k < j; ++k) {
       const uint32_t f = missing[k];
-      if (store_only && failed.ok() && !(priority == Priority::kReadahead && keep_if_room(f, seq_of[f])) &&
-          want(f, seq_of[f], false) != Want::kWanted) {
+      if (store_only && failed.ok() && !keep_if_room(f, seq_of[f]) && want(f, seq_of[f], false) != Want::kWanted) {
         fill_only.push_back(f);
       } else {
         deliver(f);
@@ -563,6 +567,7 @@ bool FrameFetcher::keep_if_room(uint32_t frame, uint64_t seq) {
   if (it == pending_.end() || it->second.seq != seq) return false;
   Pending& p = it->second;
   if (p.keep_in_memory) return true;
+  if (p.priority != Priority::kReadahead && !p.readahead_asked) return false;  // a fill frame nobody walks towards
   const uint64_t size = frames_[frame].uncompressed_size;
   if (memory_.ahead_bytes() + ahead_reserved_ + size > config_.ahead_memory_bytes) return false;
   p.keep_in_memory = true;

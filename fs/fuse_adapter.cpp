@@ -10,6 +10,7 @@
 #include <cstring>
 #include <iostream>
 #include <new>
+#include <span>
 #include <vector>
 
 #include "fs/errno_map.h"
@@ -305,6 +306,16 @@ Result<std::unique_ptr<FuseMount>> FuseMount::mount(Filesystem& fs, FuseMountCon
 }
 
 void FuseMount::start() {
+  // Page-cache hand-off (Filesystem::add_page_cache_sink). Read-only mounts only: a writable
+  // mount's inodes are the overlay's, and a copied-up file's pages must come from the upper file.
+  // Before the kernel's INIT, notify_store fails (ENOSYS) and the file is simply not taken.
+  if (config_.overlay == nullptr) {
+    fs_.add_page_cache_sink(this, [this](EntryId id, std::span<const char> content) {
+      fuse_bufvec buf = FUSE_BUFVEC_INIT(content.size());
+      buf.buf[0].mem = const_cast<char*>(content.data());
+      return fuse_lowlevel_notify_store(session_, to_ino(id), 0, &buf, static_cast<fuse_buf_copy_flags>(0)) == 0;
+    });
+  }
   loop_ = std::jthread([this] {
     fuse_loop_config* cfg = fuse_loop_cfg_create();
     fuse_loop_cfg_set_max_threads(cfg, static_cast<unsigned>(config_.max_threads));
@@ -320,6 +331,9 @@ void FuseMount::wait() { finished_.wait(false); }
 
 void FuseMount::stop() {
   if (unmounted_.exchange(true)) return;
+  // While the loop still serves: a hand-off waiting on a page the kernel locked for a read ends
+  // when that read is answered.
+  fs_.remove_page_cache_sink(this);
   fuse_session_exit(session_);
   // A detach wakes every handler blocked reading /dev/fuse (ENODEV) so the loop can end.
   if (::umount2(config_.mountpoint.c_str(), MNT_DETACH) != 0 && errno != EINVAL && errno != ENOENT) {
@@ -329,6 +343,7 @@ void FuseMount::stop() {
 
 FuseMount::~FuseMount() {
   if (session_ == nullptr) return;
+  fs_.remove_page_cache_sink(this);  // never a notification on a destroyed session
   if (loop_.joinable()) {
     if (!finished_) stop();
     loop_.join();

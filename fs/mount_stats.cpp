@@ -27,6 +27,8 @@ void for_each_field(S& s, F&& f) {
   f("frames_spilled", s.frames_spilled);
   f("frames_decoded", s.frames_decoded);
   f("readahead_stored", s.readahead_stored);
+  f("files_to_page_cache", s.files_to_page_cache);
+  f("frames_to_page_cache", s.frames_to_page_cache);
   f("fetch_errors", s.fetch_errors);
   f("files_opened", s.files_opened);
   f("open_handles", s.open_handles);

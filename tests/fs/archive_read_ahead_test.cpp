@@ -74,3 +74,23 @@ TEST_CASE("bad spans are ignored", "[unit]") {
   CHECK(ra.on_read(0, 10, 10).count == 0);
   CHECK(ra.on_read(0, 0, 0).count == 0);
 }
+
+TEST_CASE("a walk whose frames fetched ahead reach the job without reads (page cache) is still followed", "[unit]") {
+  // The page-cache hand-off (Filesystem::add_page_cache_sink): the files of frames decoded ahead
+  // are served by the kernel, so the job's next read here is for the first frame past the window.
+  ArchiveReadAheadConfig cfg{.initial_frames = 2, .max_frames = 8, .streams = 4, .gap_frames = 2};
+  ArchiveReadAhead ra(cfg);
+  std::set<uint32_t> asked, read;
+  uint32_t next = 0;
+  while (next < 100) {
+    read.insert(next);
+    FrameSpan s = ra.on_read(next, next, 100);
+    for (uint32_t k = s.first; k < s.first + s.count; ++k) CHECK(asked.insert(k).second);
+    // The job reads nothing of the frames asked for; its next read is the frame after them.
+    next = s.count > 0 ? s.first + s.count : next + 1;
+  }
+  // Only the first two frames and one frame per window were cold reads; every other frame was
+  // asked for ahead (before the fix a read past the window started a new cursor: 50 cold reads).
+  CHECK(read.size() <= 2 + 100 / cfg.max_frames + 2);
+  for (uint32_t f = 2; f < 100; ++f) CHECK(asked.count(f) + read.count(f) == 1);
+}

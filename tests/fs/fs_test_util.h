@@ -18,6 +18,7 @@
 
 #include "common/byte_sink.h"
 #include "common/byte_source.h"
+#include "format/archive.h"
 #include "format/archive_writer.h"
 #include "format/hashing.h"
 
@@ -96,6 +97,15 @@ inline void pack_tree(const std::string& cwd, const std::vector<std::string>& re
   config.warn = [](const std::string&) {};
   auto stats = sink.ok() ? format::write_archive(roots, **sink, config) : Result<format::PackStats>(sink.error());
   if (::chdir(old) != 0 || !stats.ok()) throw std::runtime_error("pack failed: " + stats.status().to_string());
+}
+
+// The archive at `path`, opened for reading (throws on failure: test setup).
+inline std::unique_ptr<format::ArchiveReader> open_archive(const std::string& path) {
+  auto source = LocalFileSource::open(path);
+  if (!source.ok()) throw std::runtime_error("cannot open " + path + ": " + source.error().to_string());
+  auto reader = format::ArchiveReader::open(std::shared_ptr<const ByteSource>(std::move(source).value()));
+  if (!reader.ok()) throw std::runtime_error("cannot read " + path + ": " + reader.error().to_string());
+  return std::move(reader).value();
 }
 
 inline format::Digest128 digest_of(const std::string& s) { return format::xxh3_128(std::as_bytes(std::span(s.data(), s.size()))); }

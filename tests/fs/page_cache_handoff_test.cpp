@@ -1,0 +1,313 @@
+// SPDX-License-Identifier: MIT
+// The page-cache hand-off (Filesystem::add_page_cache_sink, issue 15): every frame decoded into
+// memory offers the files wholly inside it to the sinks with their exact bytes; a frame whose
+// every file was taken is dropped from memory (reads decode it again from the chunk cache, bytes
+// exact), a frame a file reaches into from a neighbour is kept, a refusing sink (the kernel does
+// not know the inode) keeps every frame, a removed sink is never called again, readahead
+// skips frames the kernel holds; and a file read sequentially drops the frames behind its reader
+// that hold only its bytes (read out of order, it keeps them).
+#include <catch2/catch.hpp>
+
+#include <fcntl.h>
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "fs/filesystem.h"
+#include "fs_read_util.h"
+#include "fs_test_util.h"
+
+using namespace lazycache;
+using lazycache::testing::TempDir;
+
+namespace {
+
+// What the sinks were given: the last bytes per file, and whether any call disagreed with the
+// file's content.
+struct Recorder {
+  std::mutex mu;
+  std::map<format::EntryId, std::string> got;
+  uint64_t calls = 0;
+  bool take = true;
+
+  fs::PageCacheSink sink() {
+    return [this](format::EntryId id, std::span<const char> content) {
+      std::lock_guard lock(mu);
+      ++calls;
+      got[id].assign(content.data(), content.size());
+      return take;
+    };
+  }
+  uint64_t call_count() {
+    std::lock_guard lock(mu);
+    return calls;
+  }
+};
+
+struct Mounted {
+  TempDir dir;
+  std::unique_ptr<fs::Filesystem> fs;
+
+  // `build` makes the tree under dir/t; 64 KiB frames.
+  template <typename Build>
+  explicit Mounted(Build&& build) {
+    build(dir / "t");
+    testing::pack_tree(dir.path(), {"t"}, dir / "a.tar.zst");
+    auto cache = fs::ChunkCache::open({dir / "cache", 1ull << 30});
+    REQUIRE(cache.ok());
+    fs::FilesystemConfig config;
+    config.idle_trim_ms = 0;  // memory figures below must not depend on the clock
+    fs = std::make_unique<fs::Filesystem>(testing::open_archive(dir / "a.tar.zst"), *cache, config);
+  }
+
+  const format::Index& index() const { return fs->index(); }
+  // Canonical regular files with data, in archive path order.
+  std::vector<format::EntryId> files() const {
+    std::vector<format::EntryId> out;
+    for (format::EntryId id = 0; id < index().entry_count(); ++id) {
+      const format::Entry e = index().entry(id);
+      if (e.type == format::EntryType::kRegular && e.size > 0 && e.link_group == id) out.push_back(id);
+    }
+    return out;
+  }
+  std::string content(format::EntryId id) const { return testing::read_file(dir / index().path(id)); }
+  // What `find` does through a mount: readdirplus describes every entry to the kernel.
+  void describe_all() {
+    for (format::EntryId id = 0; id < index().entry_count(); ++id) REQUIRE(fs->getattr(id).ok());
+  }
+  void read_all_and_check() {
+    for (format::EntryId id : files()) REQUIRE(testing::read_whole(*fs, index().path(id)) == content(id));
+    fs->wait_prefetch_idle();  // hand-offs run on the fetch threads after the replies
+  }
+  // Whether file data lies in frame `f`, and whether a file lies in it and in a neighbour too
+  // (then the frame cannot be dropped).
+  struct FrameUse {
+    bool has_file = false, shared_with_neighbour = false;
+  };
+  FrameUse use_of(uint32_t f) const {
+    const format::FrameInfo& info = index().frames()[f];
+    const uint64_t begin = info.uncompressed_offset, end = begin + info.uncompressed_size;
+    FrameUse u;
+    for (format::EntryId id : files()) {
+      const format::Entry e = index().entry(id);
+      const uint64_t a = e.data_offset, b = e.data_offset + e.size;
+      if (a >= end || b <= begin) continue;
+      u.has_file = true;
+      u.shared_with_neighbour = u.shared_with_neighbour || a < begin || b > end;
+    }
+    return u;
+  }
+  bool wholly_in_one_frame(format::EntryId id) const {
+    const format::Entry e = index().entry(id);
+    const auto [a, b] = index().frames_for_range(e.data_offset, e.size);
+    return a == b;
+  }
+};
+
+void node_tree(const std::string& root) { testing::make_node_like_tree(root, 40); }
+
+}  // namespace
+
+TEST_CASE("decoded frames hand their files to the page cache with exact bytes; frames wholly taken are dropped", "[unit]") {
+  Mounted m(node_tree);
+  Recorder rec;
+  m.fs->add_page_cache_sink(&rec, rec.sink());
+  m.describe_all();
+  m.read_all_and_check();
+
+  uint64_t whole_files = 0;
+  for (format::EntryId id : m.files()) {
+    INFO(m.index().path(id));
+    if (rec.got.count(id) != 0) CHECK(rec.got.at(id) == m.content(id));  // bytes exact
+    if (m.wholly_in_one_frame(id)) {
+      CHECK(rec.got.count(id) == 1);  // every file wholly inside a frame was offered
+      ++whole_files;
+    } else {
+      CHECK(rec.got.count(id) == 0);  // a file spanning frames is never offered (a read serves it)
+    }
+  }
+  REQUIRE(whole_files > 50);
+  uint64_t droppable = 0, kept_bytes = 0;
+  for (uint32_t f = 0; f < m.index().frames().size(); ++f) {
+    const auto use = m.use_of(f);
+    // Kept: frames a neighbour's file needs, and frames without file data readahead decoded.
+    if (use.shared_with_neighbour || !use.has_file) kept_bytes += m.index().frames()[f].uncompressed_size;
+    if (use.has_file && !use.shared_with_neighbour) ++droppable;
+  }
+  REQUIRE(droppable > 0);
+  const auto s = m.fs->stats();
+  CHECK(s.files_to_page_cache >= whole_files);
+  CHECK(s.frames_to_page_cache >= droppable);
+  CHECK(s.memory_used_bytes <= kept_bytes);  // only frames a neighbour's file needs stay
+
+  // The kernel may drop pages: a read of a dropped frame decodes it again, from the chunk cache.
+  const auto before = m.fs->stats();
+  m.read_all_and_check();
+  const auto after = m.fs->stats();
+  CHECK(after.frames_from_chunk_cache > before.frames_from_chunk_cache);
+  CHECK(after.frames_from_store == before.frames_from_store);
+}
+
+TEST_CASE("a frame a file reaches into from its neighbour is kept in memory", "[unit]") {
+  Mounted m([](const std::string& root) {
+    ::mkdir(root.c_str(), 0755);
+    testing::write_file(root + "/a.txt", "a small file before the big one\n");
+    testing::write_file(root + "/big.bin", testing::pattern(300000, 7));  // ~5 frames of 64 KiB
+    testing::write_file(root + "/c.txt", "a small file after it\n");
+  });
+  Recorder rec;
+  m.fs->add_page_cache_sink(&rec, rec.sink());
+  m.describe_all();
+  REQUIRE(testing::read_whole(*m.fs, "t/big.bin") == m.content(*m.index().lookup_path("t/big.bin")));
+  m.fs->wait_prefetch_idle();
+  const format::Entry big = m.index().entry(*m.index().lookup_path("t/big.bin"));
+  const auto [first, last] = m.index().frames_for_range(big.data_offset, big.size);
+  REQUIRE(last > first + 2);
+  uint64_t big_frames_bytes = 0;
+  for (uint32_t f = first; f <= last; ++f) big_frames_bytes += m.index().frames()[f].uncompressed_size;
+  // Every frame big.bin lies in is still in memory: the next read of big.bin needs them.
+  CHECK(m.fs->stats().memory_used_bytes >= big_frames_bytes);
+  // a.txt shares big.bin's first frame and was offered all the same.
+  const format::EntryId a = *m.index().lookup_path("t/a.txt");
+  REQUIRE(m.wholly_in_one_frame(a));
+  CHECK(rec.got.count(a) == 1);
+  CHECK(rec.got[a] == m.content(a));
+}
+
+namespace {
+void big_file_tree(const std::string& root) {
+  ::mkdir(root.c_str(), 0755);
+  testing::write_file(root + "/a.txt", "a small file before the big one\n");
+  testing::write_file(root + "/big.bin", testing::pattern(700000, 9));  // ~11 frames of 64 KiB
+  testing::write_file(root + "/c.txt", "a small file after it\n");
+}
+
+// Reads t/big.bin in 32 KiB pieces at `offsets` (one handle), checking every byte.
+void read_pieces(Mounted& m, const std::vector<uint64_t>& offsets) {
+  const format::EntryId id = *m.index().lookup_path("t/big.bin");
+  const std::string want = m.content(id);
+  auto h = m.fs->open(id, O_RDONLY);
+  REQUIRE(h.ok());
+  for (uint64_t off : offsets) {
+    auto got = m.fs->read_sync(*h, off, 32 << 10);
+    REQUIRE(got.ok());
+    REQUIRE(*got == want.substr(off, 32 << 10));
+  }
+  m.fs->release(*h);
+  m.fs->wait_prefetch_idle();
+}
+
+uint64_t frames_bytes(const format::Index& index, uint32_t first, uint32_t last) {
+  uint64_t n = 0;
+  for (uint32_t f = first; f <= last; ++f) n += index.frames()[f].uncompressed_size;
+  return n;
+}
+}  // namespace
+
+TEST_CASE("a file read sequentially drops the frames behind the reader that hold only its bytes", "[unit]") {
+  Mounted m(big_file_tree);
+  std::vector<uint64_t> offsets;
+  for (uint64_t off = 0; off < 700000; off += 32 << 10) offsets.push_back(off);
+  read_pieces(m, offsets);
+  const format::Entry big = m.index().entry(*m.index().lookup_path("t/big.bin"));
+  const auto [first, last] = m.index().frames_for_range(big.data_offset, big.size);
+  REQUIRE(last >= first + 8);
+  // Kept: the file's first frame (a.txt is in it), the last two it was read in, and what
+  // readahead decoded after it; the interior behind the reader went.
+  const uint64_t all_frames = frames_bytes(m.index(), 0, static_cast<uint32_t>(m.index().frames().size() - 1));
+  CHECK(m.fs->stats().memory_used_bytes <= all_frames - frames_bytes(m.index(), first + 1, last - 2));
+  // Reading it again is still exact (the dropped frames decode again).
+  read_pieces(m, offsets);
+}
+
+TEST_CASE("a file read out of order keeps its frames", "[unit]") {
+  Mounted m(big_file_tree);
+  std::vector<uint64_t> offsets;
+  for (uint64_t off = 0; off < 700000; off += 32 << 10) offsets.insert(offsets.begin(), off);  // backwards
+  read_pieces(m, offsets);
+  const format::Entry big = m.index().entry(*m.index().lookup_path("t/big.bin"));
+  const auto [first, last] = m.index().frames_for_range(big.data_offset, big.size);
+  CHECK(m.fs->stats().memory_used_bytes >= frames_bytes(m.index(), first, last));
+}
+
+TEST_CASE("a sink that takes nothing (unknown inodes) keeps every frame in memory", "[unit]") {
+  Mounted m(node_tree);
+  Recorder rec;
+  rec.take = false;
+  m.fs->add_page_cache_sink(&rec, rec.sink());
+  m.describe_all();
+  m.read_all_and_check();
+  const auto s = m.fs->stats();
+  CHECK(rec.call_count() > 0);
+  CHECK(s.files_to_page_cache == 0);
+  CHECK(s.frames_to_page_cache == 0);
+  CHECK(s.memory_used_bytes > 0);
+  // Every frame stayed in memory (the 256 MiB budget holds them all): reading again decodes none.
+  m.read_all_and_check();
+  CHECK(m.fs->stats().frames_decoded == s.frames_decoded);
+}
+
+TEST_CASE("a removed sink is never called again", "[unit]") {
+  Mounted m(node_tree);
+  Recorder rec;
+  m.fs->add_page_cache_sink(&rec, rec.sink());
+  m.describe_all();
+  m.read_all_and_check();
+  REQUIRE(rec.call_count() > 0);
+  m.fs->remove_page_cache_sink(&rec);
+  const uint64_t calls = rec.call_count();
+  const auto before = m.fs->stats();
+  m.read_all_and_check();  // the dropped frames are decoded again
+  REQUIRE(m.fs->stats().frames_decoded > before.frames_decoded);
+  CHECK(rec.call_count() == calls);
+}
+
+TEST_CASE("files the kernel was never told about are not offered, and their frames stay", "[unit]") {
+  Mounted m(node_tree);
+  Recorder rec;
+  m.fs->add_page_cache_sink(&rec, rec.sink());
+  // Opened by id, as a kernel that was not given the entries could not: no getattr before.
+  for (format::EntryId id : m.files()) {
+    auto h = m.fs->open(id, O_RDONLY);
+    REQUIRE(h.ok());
+    auto data = m.fs->read_sync(*h, 0, static_cast<size_t>(m.index().entry(id).size));
+    m.fs->release(*h);
+    REQUIRE(data.ok());
+    CHECK(*data == m.content(id));
+  }
+  m.fs->wait_prefetch_idle();
+  CHECK(rec.call_count() == 0);
+  CHECK(m.fs->stats().frames_to_page_cache == 0);
+  CHECK(m.fs->stats().memory_used_bytes > 0);
+}
+
+TEST_CASE("readahead skips frames the kernel's page cache holds", "[unit]") {
+  TempDir dir;
+  testing::make_node_like_tree(dir / "t", 40);
+  testing::pack_tree(dir.path(), {"t"}, dir / "a.tar.zst");
+  const auto reader = testing::open_archive(dir / "a.tar.zst");
+  REQUIRE(reader->index().frames().size() > 4);
+  fs::MemoryBudget budget(64ull << 20);
+  fs::FrameCache memory(budget);
+  {
+    // Without a chunk cache readahead decodes into memory: frame 3 is decoded, frame 2 is not.
+    fs::FrameFetcher fetcher(*reader, nullptr, memory, budget);
+    REQUIRE(memory.put(2, std::make_shared<const std::string>(1000, 'x')));
+    memory.hand_to_kernel(2);
+    CHECK(!memory.contains(2));
+    CHECK(memory.kernel_holds(2));
+    CHECK(budget.used() == 0);  // the dropped frame's charge went back
+    fetcher.prefetch(2, 3, fs::Priority::kReadahead);
+    fetcher.wait_idle();
+    CHECK(fetcher.counters().frames_decoded == 1);
+    CHECK(memory.contains(3));
+    CHECK(!memory.contains(2));
+    // A read (the kernel lost a page) still gets the frame.
+    auto got = fetcher.get_sync(2);
+    REQUIRE(got.ok());
+    CHECK(got->bytes->size() == reader->index().frames()[2].uncompressed_size);
+  }
+}
