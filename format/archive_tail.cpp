@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "format/archive_tail.h"
 
+#include <chrono>
 #include <span>
 #include <string>
 #include <vector>
@@ -10,7 +11,7 @@
 
 namespace lazycache::format {
 
-Result<uint64_t> finish_archive(IndexModel& model, ByteSink& sink, int level) {
+Result<uint64_t> finish_archive(IndexModel& model, ByteSink& sink, int level, double* commit_seconds) {
   const auto& nodes = model.nodes;
   for (const auto& n : nodes) {
     if (n.type == EntryType::kRegular) {
@@ -38,7 +39,9 @@ Result<uint64_t> finish_archive(IndexModel& model, ByteSink& sink, int level) {
   std::string seek_table = SeekTable::serialize(table);
   LC_RETURN_IF_ERROR(sink.write(std::as_bytes(std::span<const char>(index_frame))).with_context("writing the index"));
   LC_RETURN_IF_ERROR(sink.write(std::as_bytes(std::span<const char>(seek_table))).with_context("writing the seek table"));
+  const auto commit_start = std::chrono::steady_clock::now();
   LC_RETURN_IF_ERROR(sink.commit().with_context("committing the archive"));
+  if (commit_seconds) *commit_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - commit_start).count();
   return static_cast<uint64_t>(index_frame.size() + seek_table.size());
 }
 

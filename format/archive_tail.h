@@ -16,6 +16,7 @@ namespace lazycache::format {
 // order) filled; this fills model.totals from them, writes the index frame and the seek table to
 // `sink` and commits it. Returns the bytes written here (index frame + seek table).
 // Errors: kInvalidArgument (the index does not fit its u32 fields), the sink's.
-Result<uint64_t> finish_archive(IndexModel& model, ByteSink& sink, int level);
+// `commit_seconds`, when given, gets the time sink.commit() took (the rest is the index's).
+Result<uint64_t> finish_archive(IndexModel& model, ByteSink& sink, int level, double* commit_seconds = nullptr);
 
 }  // namespace lazycache::format

@@ -11,6 +11,7 @@
 #include <iostream>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "format/archive_tail.h"
@@ -318,6 +319,7 @@ class IncrementalWriter {
 
   // Plans, writes the data frames and fills the model's offsets, digests, frames and dead members.
   Status run(const std::set<std::string>& changed) {
+    const auto start = std::chrono::steady_clock::now();
     index_paths();
     match_base(changed);
     std::vector<uint32_t> learned = resolve_hot_paths(tree_.model, config_.hot_paths);
@@ -337,6 +339,8 @@ class IncrementalWriter {
       else choice = IncrementalChoice::kReuse;
     }
     stats.choice = choice;
+    const auto frames_start = std::chrono::steady_clock::now();
+    stats.phases.plan_s = std::chrono::duration<double>(frames_start - start).count();
     const std::vector<uint64_t> copies = copy_runs(plan);
     FrameStream fetched(base_, fetch_runs(plan, copies));
     for (size_t i = 0; i < plan.size(); ++i) {
@@ -359,6 +363,7 @@ class IncrementalWriter {
     LC_RETURN_IF_ERROR(flush());
     append(tar_end_blocks());
     LC_RETURN_IF_ERROR(flush());
+    stats.phases.frames_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - frames_start).count();
     stats.fetch_calls = fetched.calls;
     stats.compressed_bytes_fetched = fetched.fetched_bytes;
     link_groups();
@@ -507,6 +512,17 @@ class IncrementalWriter {
     return node_tar_member(nodes_[id], paths_[id], leader == kNone ? nullptr : &paths_[leader]);
   }
 
+  // XXH3-64 of the tar header of `id` (with `leader`). Without a leader it is the same in every
+  // plan (nodes and paths do not change while planning), so it is computed once per node:
+  // rebuilding every header in each of make_plan's rounds was most of a small save's CPU.
+  uint64_t header_hash(uint32_t id, uint32_t leader) {
+    if (leader != kNone) return hash_of(tar_header_bytes(header_of(id, leader)));
+    if (own_header_hash_.empty()) own_header_hash_.assign(nodes_.size(), std::nullopt);
+    std::optional<uint64_t>& h = own_header_hash_[id];
+    if (!h) h = hash_of(tar_header_bytes(header_of(id, kNone)));
+    return *h;
+  }
+
   // Decides whether base unit `u` can be copied at the current point of the new stream, filling
   // `step` if so. Every live member must still exist with the same type and not be written yet;
   // it stays live if its header and content are unchanged, and becomes dead (its new version
@@ -532,20 +548,19 @@ class IncrementalWriter {
       if (m.dead) {
         // A dead directory member says what the base's live one said (see below): if that
         // changed, bsdtar would restore the old metadata from it.
-        if (nodes_[n].type == EntryType::kDirectory && hash_of(tar_header_bytes(header_of(n, kNone))) != layout_.live_header_hash[m.id])
-          return refuse();
+        if (nodes_[n].type == EntryType::kDirectory && header_hash(n, kNone) != layout_.live_header_hash[m.id]) return refuse();
         dead_bytes += m.length;
         step.nodes.emplace_back(n, true);
         continue;
       }
-      const Entry e = idx_.entry(m.id);
-      const bool single = nodes_[n].type != EntryType::kRegular || (tree_.stat_nlink[n] <= 1 && e.nlink == 1);
+      // Only asked for a member that changed (most do not): Index::entry is not free.
+      auto single = [&] { return nodes_[n].type != EntryType::kRegular || (tree_.stat_nlink[n] <= 1 && idx_.entry(m.id).nlink == 1); };
       const uint32_t leader = [&] {
         if (nodes_[n].type != EntryType::kRegular || tree_.stat_nlink[n] <= 1) return kNone;
         auto it = leaders_.find(tree_.dev_ino[n]);
         return it == leaders_.end() ? kNone : it->second;
       }();
-      const bool same_header = hash_of(tar_header_bytes(header_of(n, leader))) == m.header_hash;
+      const bool same_header = header_hash(n, leader) == m.header_hash;
       if (!changed_[n] && !forced_[n] && same_header) {
         taken.push_back(emit(n).node);
         step.nodes.emplace_back(n, false);
@@ -553,7 +568,7 @@ class IncrementalWriter {
         // bsdtar applies the metadata of the member that created a directory when it finishes,
         // after any later member of it: a dead directory member must say what the live one says.
         return refuse();
-      } else if (single) {
+      } else if (single()) {
         dead_bytes += m.length;
         step.nodes.emplace_back(n, true);
       } else {
@@ -825,6 +840,7 @@ class IncrementalWriter {
   std::vector<uint32_t> hot_first_;                            // a new learned layout: written first at the end
   std::map<std::pair<uint64_t, uint64_t>, uint32_t> leaders_;  // inode -> first node written
   std::vector<NewMember> members_;                             // live members in stream order
+  std::vector<std::optional<uint64_t>> own_header_hash_;       // per node: header_hash(n, kNone), once computed
   std::string cur_;
   uint64_t files_done_ = 0;
   TreeFileOpener opener_{tree_};
@@ -845,18 +861,24 @@ Result<IncrementalStats> write_incremental_archive(const std::vector<PackRoot>& 
 
   LC_ASSIGN_OR_RETURN(BaseLayout layout, build_layout(*base.index));
   LC_ASSIGN_OR_RETURN(ScannedTree tree, base.tree ? base.tree() : scan_for_pack(roots, config.xattrs, config.warn));
+  const double tree_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
   IncrementalWriter writer(tree, base, layout, sink, config);
   LC_RETURN_IF_ERROR(writer.run(changed));
+  const auto index_start = std::chrono::steady_clock::now();
 
   IndexModel& model = tree.model;
   model.frames = writer.frames;
   model.hot_nodes = writer.hot_list_;
   model.dead = writer.dead;
   model.tool_version = config.tool_version;
-  LC_ASSIGN_OR_RETURN(uint64_t tail_bytes, finish_archive(model, sink, config.level));
+  double commit_s = 0;
+  LC_ASSIGN_OR_RETURN(uint64_t tail_bytes, finish_archive(model, sink, config.level, &commit_s));
 
   IncrementalStats stats = writer.stats;
+  stats.phases.tree_s = tree_s;
+  stats.phases.commit_s = commit_s;
+  stats.phases.index_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - index_start).count() - commit_s;
   PackStats& p = stats.pack;
   p.files = model.totals.file_count - writer.hardlinks;
   p.dirs = model.totals.dir_count;

@@ -100,8 +100,18 @@ struct IncrementalBase {
   std::function<Result<ScannedTree>()> tree;
 };
 
+// Where the time of write_incremental_archive went, in seconds (for the save line).
+struct IncrementalPhases {
+  double tree_s = 0;    // the base layout and the new tree (IncrementalBase::tree, or the scan)
+  double plan_s = 0;    // matching the tree to the base, the plans and the chooser
+  double frames_s = 0;  // the data frames: copies by the store, fetched frames, fresh ones compressed
+  double index_s = 0;   // the index and seek table built, compressed and written
+  double commit_s = 0;  // ByteSink::commit (the upload's last part and its completion)
+};
+
 struct IncrementalStats {
-  PackStats pack;                         // as write_archive reports it
+  PackStats pack;  // as write_archive reports it
+  IncrementalPhases phases;
   uint32_t frames_reused = 0;             // base frames copied verbatim
   uint32_t frames_compressed = 0;         // frames compressed here
   uint64_t bytes_reused = 0;              // uncompressed tar bytes inside reused frames

@@ -6,21 +6,28 @@
 // through the runner. Which ranges to copy is the caller's business (tools/).
 //
 // Contract:
-//  - Parts are numbered 1, 2, 3 ... and sent in that order, one at a time (the local store
-//    appends them; S3 would take any order, but nothing here needs it).
+//  - Parts are numbered 1 .. N, each sent once (upload_part, copy_part or copy_parts), and where
+//    parts_in_any_order() is false (the local store appends them) in that order, one call at a
+//    time. Where it is true (S3), they may be sent in any order and from several threads at once,
+//    so a caller can copy parts in the background while it uploads later ones; complete() comes
+//    after every such call has returned. copy_parts() hands the store a run of consecutive
+//    copied parts at once, which S3 copies concurrently: a server copies one part at the speed of
+//    one stream, and the copies of an incremental save are nearly all of its bytes.
 //  - Every part but the last must hold at least min_part_bytes() (5 MiB on S3) and at most
 //    max_part_bytes() (5 GiB); the store rejects others (S3 at complete, with EntityTooSmall).
 //  - copy_part's source is pinned: `source.if_match` is the ETag the caller read the object
 //    with, and a replaced object gives kPreconditionFailed, never the new object's bytes.
 //  - complete() publishes the object (create-only as PutOptions says: kAlreadyExists, nothing
-//    replaced). Destroying an upload that was not completed aborts it: no object, no orphaned
-//    parts. Any failed call leaves the upload to be aborted that way.
-// Not thread-safe: one caller.
+//    replaced); kInvalidArgument when a part of 1 .. N was not sent. Destroying an upload that was
+//    not completed aborts it: no object, no orphaned parts. Any failed call leaves the upload to
+//    be aborted that way.
+// Not thread-safe beyond what parts_in_any_order() allows: one caller.
 #pragma once
 
 #include <cstdint>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "common/status.h"
 
@@ -34,11 +41,18 @@ class MultipartUpload {
   virtual ~MultipartUpload() = default;
   virtual uint64_t min_part_bytes() const = 0;
   virtual uint64_t max_part_bytes() const = 0;
+  // See the contract above: true when parts may be sent in any order, from several threads.
+  virtual bool parts_in_any_order() const { return false; }
   virtual Status upload_part(int number, std::span<const std::byte> bytes) = 0;
   // Part `number` is [source.offset, source.offset + source.length) of object source.key.
   // kNotFound when that object is gone, kPreconditionFailed when it was replaced, kInvalidArgument
   // when the range is past its end.
   virtual Status copy_part(int number, const RangeRequest& source) = 0;
+  // Parts first_number, first_number + 1, ... are the ranges `sources` in that order, as if by
+  // copy_part each (same errors), copied up to `concurrency` at a time where the store can (S3:
+  // UploadPartCopy requests in parallel, the source checked once after all of them); the default
+  // copies them one by one. Returns once every copy finished or failed.
+  virtual Status copy_parts(int first_number, const std::vector<RangeRequest>& sources, int concurrency);
   virtual Result<ObjectInfo> complete() = 0;
 };
 

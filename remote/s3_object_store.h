@@ -104,8 +104,12 @@ class S3ObjectStore final : public ObjectStore {
   Result<std::string> initiate_multipart(const std::string& fkey, const std::string& what);
   // UploadPartCopy into the upload of `key`: the part's ETag. Pinned with
   // x-amz-copy-source-if-match (where the server can match a multipart ETag there: not Swift)
-  // and by a HEAD of the source after the copy (s3rver ignores the condition).
-  Result<std::string> upload_part_copy(const std::string& key, const std::string& upload_id, int number, const RangeRequest& source);
+  // and, by the caller, with check_copy_source() after the copies (s3rver ignores the condition).
+  // Thread-safe: S3Upload::copy_parts runs several at once.
+  Result<std::string> copy_part_request(const std::string& key, const std::string& upload_id, int number, const RangeRequest& source);
+  // kPreconditionFailed unless `source.key` still has ETag `source.if_match` (a HEAD).
+  Status check_copy_source(const RangeRequest& source, const std::string& what);
+  std::string copy_what(const std::string& key, int number, const RangeRequest& source) const;
   // Completes the upload of parts 1..etags.size() (create_only: HEAD first, If-None-Match where
   // the server honours it) or aborts it on any failure.
   Result<ObjectInfo> finish_multipart(std::string_view key, const std::string& upload_id, const std::vector<std::string>& etags,

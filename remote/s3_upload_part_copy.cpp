@@ -3,12 +3,17 @@
 // the server from a range of another object (UploadPartCopy), for saves that keep most of an
 // earlier archive. Support per server: docs/stores.md, "Copying unchanged ranges".
 #include <ctime>
+#include <mutex>
+#include <set>
 
+#include "remote/parallel.h"
 #include "remote/s3_object_store.h"
 #include "remote/sigv4.h"
 
 namespace lazycache::remote {
 
+// Thread-safe as remote/multipart_upload.h allows (parts in any order, from several threads):
+// the part table is guarded by mu_; requests run outside it.
 class S3Upload final : public MultipartUpload {
  public:
   S3Upload(S3ObjectStore& store, std::string key, std::string upload_id, bool create_only)
@@ -21,44 +26,102 @@ class S3Upload final : public MultipartUpload {
 
   uint64_t min_part_bytes() const override { return 5ull << 20; }
   uint64_t max_part_bytes() const override { return 5ull << 30; }
+  bool parts_in_any_order() const override { return true; }
 
   Status upload_part(int number, std::span<const std::byte> bytes) override {
-    LC_RETURN_IF_ERROR(next_part(number));
+    LC_RETURN_IF_ERROR(claim(number, 1));
     S3ObjectStore::Part part{number, std::vector<std::byte>(bytes.begin(), bytes.end())};
-    LC_ASSIGN_OR_RETURN(std::string etag, store_.upload_part(fkey_, upload_id_, part));
-    etags_.push_back(std::move(etag));
-    total_ += bytes.size();
+    auto etag = store_.upload_part(fkey_, upload_id_, part);
+    if (!etag.ok()) {
+      release(number, 1);
+      return etag.error();
+    }
+    record(number, std::move(etag).value(), bytes.size());
     return Status();
   }
 
-  Status copy_part(int number, const RangeRequest& source) override {
-    LC_RETURN_IF_ERROR(next_part(number));
-    LC_RETURN_IF_ERROR(check_object_key(source.key));
-    if (source.length == 0) return Status(ErrorCode::kInvalidArgument, "copying an empty range of " + source.key);
-    LC_ASSIGN_OR_RETURN(std::string etag, store_.upload_part_copy(key_, upload_id_, number, source));
-    etags_.push_back(std::move(etag));
-    total_ += source.length;
+  Status copy_part(int number, const RangeRequest& source) override { return copy_parts(number, {source}, 1); }
+
+  // The copies run concurrently (each its own request); the sources are checked once after all
+  // of them (objects are replaced whole: the same ETag then means every copy read that object).
+  Status copy_parts(int first_number, const std::vector<RangeRequest>& sources, int concurrency) override {
+    if (sources.empty()) return Status();
+    for (const RangeRequest& s : sources) {
+      LC_RETURN_IF_ERROR(check_object_key(s.key));
+      if (s.length == 0) return Status(ErrorCode::kInvalidArgument, "copying an empty range of " + s.key);
+    }
+    LC_RETURN_IF_ERROR(claim(first_number, sources.size()));
+    std::vector<std::string> etags(sources.size());
+    Status s = run_bounded(sources.size(), concurrency, [&](size_t i) -> Status {
+      LC_ASSIGN_OR_RETURN(etags[i], store_.copy_part_request(key_, upload_id_, first_number + static_cast<int>(i), sources[i]));
+      return Status();
+    });
+    std::set<std::pair<std::string, std::string>> checked;  // (key, etag) pins already checked
+    for (size_t i = 0; i < sources.size() && s.ok(); ++i) {
+      if (!checked.emplace(sources[i].key, sources[i].if_match).second) continue;
+      s = store_.check_copy_source(sources[i], store_.copy_what(key_, first_number + static_cast<int>(i), sources[i]));
+    }
+    if (!s.ok()) {
+      // The numbers are free again (a store that refuses copies gets the bytes sent instead).
+      release(first_number, sources.size());
+      return s;
+    }
+    for (size_t i = 0; i < sources.size(); ++i) record(first_number + static_cast<int>(i), std::move(etags[i]), sources[i].length);
     return Status();
   }
 
   Result<ObjectInfo> complete() override {
-    completed_ = true;  // finish_multipart aborts the upload itself when it fails
-    return store_.finish_multipart(key_, upload_id_, etags_, create_only_, total_);
+    std::vector<std::string> etags;
+    uint64_t total = 0;
+    {
+      std::lock_guard lock(mu_);
+      if (completed_) return Status(ErrorCode::kInvalidArgument, "the upload of " + key_ + " is already completed");
+      for (size_t i = 0; i < etags_.size(); ++i)
+        if (etags_[i].empty())
+          return Status(ErrorCode::kInvalidArgument, "part " + std::to_string(i + 1) + " of " + key_ + " was not sent");
+      completed_ = true;  // finish_multipart aborts the upload itself when it fails
+      etags = etags_;
+      total = total_;
+    }
+    return store_.finish_multipart(key_, upload_id_, etags, create_only_, total);
   }
 
  private:
-  Status next_part(int number) {
+  // Reserves parts [first, first + n): each number once, within S3's 10,000.
+  Status claim(int first, size_t n) {
+    std::lock_guard lock(mu_);
     if (completed_) return Status(ErrorCode::kInvalidArgument, "the upload of " + key_ + " is already completed");
-    if (number != static_cast<int>(etags_.size()) + 1 || number > static_cast<int>(kMaxParts))
-      return Status(ErrorCode::kInvalidArgument, "part " + std::to_string(number) + " of " + key_ + " sent out of order");
+    if (first < 1 || static_cast<size_t>(first - 1) + n > kMaxParts)
+      return Status(ErrorCode::kInvalidArgument,
+                    "part " + std::to_string(first) + " of " + key_ + " is outside 1.." + std::to_string(kMaxParts));
+    const size_t end = static_cast<size_t>(first - 1) + n;
+    if (claimed_.size() < end) {
+      claimed_.resize(end, false);
+      etags_.resize(end);
+    }
+    for (size_t i = static_cast<size_t>(first - 1); i < end; ++i) {
+      if (claimed_[i]) return Status(ErrorCode::kInvalidArgument, "part " + std::to_string(i + 1) + " of " + key_ + " sent twice");
+      claimed_[i] = true;
+    }
     return Status();
+  }
+  void release(int first, size_t n) {
+    std::lock_guard lock(mu_);
+    for (size_t i = static_cast<size_t>(first - 1); i < static_cast<size_t>(first - 1) + n; ++i) claimed_[i] = false;
+  }
+  void record(int number, std::string etag, uint64_t bytes) {
+    std::lock_guard lock(mu_);
+    etags_[static_cast<size_t>(number - 1)] = std::move(etag);
+    total_ += bytes;
   }
 
   S3ObjectStore& store_;
-  std::string key_, fkey_, upload_id_;
-  bool create_only_;
-  bool completed_ = false;
-  std::vector<std::string> etags_;
+  const std::string key_, fkey_, upload_id_;
+  const bool create_only_;
+  std::mutex mu_;                   // guards the fields below
+  bool completed_ = false;          // read unguarded only by the destructor (no call runs then)
+  std::vector<bool> claimed_;       // per part number - 1: reserved by a call
+  std::vector<std::string> etags_;  // per part number - 1: its ETag once sent ("" until then)
   uint64_t total_ = 0;
 };
 
@@ -69,10 +132,14 @@ Result<std::unique_ptr<MultipartUpload>> S3ObjectStore::start_upload(std::string
   return std::unique_ptr<MultipartUpload>(new S3Upload(*this, std::string(key), std::move(upload_id), opts.create_only));
 }
 
-Result<std::string> S3ObjectStore::upload_part_copy(const std::string& key, const std::string& upload_id, int number,
-                                                    const RangeRequest& source) {
-  const std::string w = "copying bytes " + std::to_string(source.offset) + "-" + std::to_string(source.offset + source.length - 1) +
-                        " of " + describe() + "/" + source.key + " as part " + std::to_string(number) + " of " + describe() + "/" + key;
+std::string S3ObjectStore::copy_what(const std::string& key, int number, const RangeRequest& source) const {
+  return "copying bytes " + std::to_string(source.offset) + "-" + std::to_string(source.offset + source.length - 1) + " of " + describe() +
+         "/" + source.key + " as part " + std::to_string(number) + " of " + describe() + "/" + key;
+}
+
+Result<std::string> S3ObjectStore::copy_part_request(const std::string& key, const std::string& upload_id, int number,
+                                                     const RangeRequest& source) {
+  const std::string w = copy_what(key, number, source);
   auto copy = [&](bool conditional) -> Result<std::string> {
     std::string etag;
     Status s = part_retry_.run(w, [&]() -> Status {
@@ -97,29 +164,27 @@ Result<std::string> S3ObjectStore::upload_part_copy(const std::string& key, cons
     if (!s.ok()) return s;
     return etag;
   };
-  auto same_source = [&]() -> Result<bool> {
-    LC_ASSIGN_OR_RETURN(ObjectInfo now, head(source.key));
-    return now.etag == source.if_match;
-  };
   if (source.if_match.empty()) return copy(false);
   auto copied = copy(!copy_if_match_broken_.load());
   if (!copied.ok() && copied.error().code() == ErrorCode::kPreconditionFailed && !copy_if_match_broken_.load()) {
     // Swift's s3api compares x-amz-copy-source-if-match with its own ETag of a multipart
     // object, not the S3 one it reports: 412 for an object that did not change. Told apart by a
-    // HEAD; such a server is remembered and pinned by the HEAD below alone.
-    LC_ASSIGN_OR_RETURN(bool same, same_source());
-    if (!same) return copied;
+    // HEAD; such a server is remembered and pinned by check_copy_source() alone.
+    LC_ASSIGN_OR_RETURN(ObjectInfo now, head(source.key));
+    if (now.etag != source.if_match) return copied;
     copy_if_match_broken_ = true;
     copied = copy(false);
   }
-  if (!copied.ok()) return copied;
-  // And a HEAD after every copy, for servers that ignore the condition (s3rver copies a replaced
-  // object): objects are replaced whole, so the same ETag after the copy means the bytes copied
-  // were that object's (short of it being replaced and put back as it was: the same bytes).
-  LC_ASSIGN_OR_RETURN(bool same, same_source());
-  if (!same)
-    return Status(ErrorCode::kPreconditionFailed, w + ": the source object was replaced (its ETag is no longer " + source.if_match + ")");
   return copied;
+}
+
+Status S3ObjectStore::check_copy_source(const RangeRequest& source, const std::string& what) {
+  if (source.if_match.empty()) return Status();
+  LC_ASSIGN_OR_RETURN(ObjectInfo now, head(source.key));
+  if (now.etag != source.if_match)
+    return Status(ErrorCode::kPreconditionFailed,
+                  what + ": the source object was replaced (its ETag is no longer " + source.if_match + ")");
+  return Status();
 }
 
 }  // namespace lazycache::remote

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <iostream>
 #include <optional>
@@ -72,6 +73,11 @@ std::optional<std::pair<uint32_t, uint32_t>> mount_owner(pid_t pid) {
   return std::make_pair(static_cast<uint32_t>(st.st_uid), static_cast<uint32_t>(st.st_gid));
 }
 
+// Copies in the store at once: --concurrency when given, else 8. A copy moves no bytes over the
+// runner's link, so more of them than a transfer's streams (4) cost the runner nothing; what
+// bounds them is the server's copy rate per request (measured in docs/writable.md).
+int copy_concurrency(const remote::PutOptions& put) { return put.concurrency > 0 ? put.concurrency : 8; }
+
 }  // namespace
 
 bool save_crosscheck_enabled() {
@@ -98,6 +104,7 @@ std::vector<format::PackRoot> save_roots(const std::vector<SaveRecord>& records)
 
 Result<IncrementalSaveCounts> save_incremental(const std::vector<SaveRecord>& records, std::shared_ptr<remote::ObjectStore> store,
                                                const std::string& new_key, const remote::PutOptions& put, const format::PackConfig& pack) {
+  const auto start = std::chrono::steady_clock::now();
   LC_ASSIGN_OR_RETURN(std::string key, mounted_key(records));
   // The entry the daemon mounted, by the name mount recorded (older records: the unversioned name).
   std::string object_key = records.front().base_object;
@@ -130,13 +137,20 @@ Result<IncrementalSaveCounts> save_incremental(const std::vector<SaveRecord>& re
   }
   if (!any_in_base) return Status(ErrorCode::kUnsupported, "the mounted entry holds none of the saved paths (restored elsewhere)");
 
-  auto cache = existing_chunk_cache(records.front().cache_dir);
+  counts.base_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  // Opened at the first fetch: a save whose reused frames are all copied by the store reads none,
+  // and opening costs an LMDB environment (and a check of index.mdb in a child process when the
+  // mount wrote to it: fs/chunk_cache_check.h).
+  std::optional<std::shared_ptr<fs::ChunkCache>> opened_cache;
   std::atomic<uint32_t> from_cache{0}, from_store{0};
   format::IncrementalBase base;
   base.index = index;
   // Frames in the chunk cache are taken from there; the rest of the run is read from the store
   // in one read_ranges call, which merges adjacent frames and runs the GETs concurrently.
+  // Called from one helper thread only (format/incremental_writer.h).
   base.fetch_frames = [&](uint32_t first, uint32_t last) -> Result<std::string> {
+    if (!opened_cache) opened_cache = existing_chunk_cache(records.front().cache_dir);
+    const std::shared_ptr<fs::ChunkCache>& cache = *opened_cache;
     const auto frames = index->frames();
     const uint64_t begin = frames[first].compressed_offset;
     std::string out(frames[last].compressed_offset + frames[last].compressed_size - begin, '\0');
@@ -173,7 +187,7 @@ Result<IncrementalSaveCounts> save_incremental(const std::vector<SaveRecord>& re
                     : store->start_upload(new_key, put);
   if (upload.ok()) {
     auto s = std::make_unique<StoreCopySink>(store, std::move(upload).value(), remote::RangeRequest{object_key, 0, 0, object->etag},
-                                             std::max<uint64_t>(put.part_size_bytes, 16ull << 20));
+                                             std::max<uint64_t>(put.part_size_bytes, 16ull << 20), copy_concurrency(put));
     copier = s.get();
     base.copy_to_sink = [copier](uint64_t offset, uint64_t length) { return copier->copy_range(offset, length); };
     base.copy_min_bytes = copier->min_copy_bytes();

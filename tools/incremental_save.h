@@ -29,7 +29,8 @@ struct IncrementalSaveCounts {
   // (every reused frame then went through this process).
   StoreCopyCounts store_copy;
   std::string no_store_copy;
-  std::string plan;  // which plan was chosen and why (tools/save_chooser.h)
+  std::string plan;   // which plan was chosen and why (tools/save_chooser.h)
+  double base_s = 0;  // finding and opening the base entry (HEAD, index) and listing upper/
 };
 
 // Packs `records` (one group: writable mounts served by one daemon, mounted from one entry of

@@ -8,10 +8,16 @@
 // met here: bytes written are gathered into parts of part_bytes; a copied range shorter than the
 // minimum, or the few MiB needed to bring the bytes pending before it up to the minimum, are
 // read from the source (pinned to its ETag) and sent as bytes. So a copy costs at most
-// min_part_bytes of download+upload, whatever is around it. Parts are sent one at a time, in
-// order, on the calling thread. A store that answers the first copy with kUnsupported or
-// kInvalidArgument (501 / 400) gets every later range read back and sent instead
-// (copy_refused() says why).
+// min_part_bytes of download+upload, whatever is around it. Parts written are sent one at a
+// time, in order, on the calling thread. A copied range is cut into up to `concurrency` parts
+// (copy_pieces()) that the store copies at once (MultipartUpload::copy_parts): a server copies a
+// part at the speed of one stream, and copies are nearly all the bytes of an incremental save.
+// Where the upload takes parts in any order (S3), those copies run on a background thread while
+// the caller writes on (its parts numbered after them); commit() waits for them, and reports
+// their failure.
+// The very first copy goes alone and short (first_copy_bytes()): a store that answers it with
+// kUnsupported or kInvalidArgument (501 / 400) gets every later range read back and sent
+// instead (copy_refused() says why).
 //
 // commit() sends the last part and completes the upload; a sink destroyed uncommitted (or after
 // any error) aborts it, so nothing is published. Single writer.
@@ -20,6 +26,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/byte_sink.h"
@@ -34,11 +41,27 @@ struct StoreCopyCounts {
   uint32_t parts_copied = 0, parts_sent = 0;
 };
 
+// The first copy of a sink: long enough to be worth a request, short enough that running it
+// alone (see above) costs little next to the parallel copies after it.
+inline constexpr uint64_t kFirstCopyBytes = 8ull << 20;
+// Copies are not cut below this: each part copied is a request with its own overhead in the
+// server (Swift writes every part as an object of its own).
+inline constexpr uint64_t kMinCopyPieceBytes = 8ull << 20;
+
+// The length of the first copy of `length` bytes: kFirstCopyBytes (at least `min_part`), or all
+// of it when the rest would be shorter than a part.
+uint64_t first_copy_bytes(uint64_t length, uint64_t min_part);
+// `length` bytes cut evenly into parts for `concurrency` parallel copies: as many as there are
+// lanes while each keeps at least kMinCopyPieceBytes and `min_part` (a shorter length is one
+// part), more where a part would exceed `max_part`. Pure.
+std::vector<uint64_t> copy_pieces(uint64_t length, uint64_t min_part, uint64_t max_part, int concurrency);
+
 class StoreCopySink final : public ByteSink {
  public:
   // `source`: key and if_match of the object copy_range() reads (offset and length unused).
+  // `concurrency`: copies at once.
   StoreCopySink(std::shared_ptr<remote::ObjectStore> store, std::unique_ptr<remote::MultipartUpload> upload, remote::RangeRequest source,
-                uint64_t part_bytes = 16ull << 20);
+                uint64_t part_bytes = 16ull << 20, int concurrency = 4);
   ~StoreCopySink() override;
   StoreCopySink(const StoreCopySink&) = delete;
   StoreCopySink& operator=(const StoreCopySink&) = delete;
@@ -58,18 +81,23 @@ class StoreCopySink final : public ByteSink {
 
  private:
   Status send_pending();
+  // Waits for the copies running in the background, if any: their status.
+  Status join_background();
   Status read_back(uint64_t offset, uint64_t length);
 
   std::shared_ptr<remote::ObjectStore> store_;
   std::unique_ptr<remote::MultipartUpload> upload_;
   remote::RangeRequest source_;
   uint64_t part_bytes_;
+  int concurrency_;
   std::vector<std::byte> pending_;
   int next_part_ = 1;
   uint64_t written_ = 0;
   bool failed_ = false, committed_ = false;
   std::string copy_refused_;
   StoreCopyCounts counts_;
+  Status background_status_;  // written by background_ before it ends, read after the join
+  std::jthread background_;   // last: joined (destroyed) before the upload it copies into is aborted
 };
 
 }  // namespace lazycache::cli

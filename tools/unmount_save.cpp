@@ -81,12 +81,21 @@ Status save_group(const Group& g, SaveOutcome* out) {
   LC_RETURN_IF_ERROR(check_upload_part_size(transfer));
   LC_ASSIGN_OR_RETURN(auto store, open_store(first.store));
   LC_ASSIGN_OR_RETURN(std::string object_key, remote::entry_object_key(first.scope, first.primary_key, save_version(g.records)));
-  auto existing = store->head(object_key);
-  if (existing.ok()) {
-    out->skipped_existing = true;
-    return Status();
+  // An existing entry is not saved again. The incremental path finds out as it starts its
+  // upload (create-only: kAlreadyExists), so only the other paths ask first.
+  auto exists = [&]() -> Result<bool> {
+    auto existing = store->head(object_key);
+    if (existing.ok()) return true;
+    if (existing.error().code() != ErrorCode::kNotFound) return existing.error();
+    return false;
+  };
+  if (first.pid <= 0) {
+    LC_ASSIGN_OR_RETURN(bool found, exists());
+    if (found) {
+      out->skipped_existing = true;
+      return Status();
+    }
   }
-  if (existing.error().code() != ErrorCode::kNotFound) return existing.error();
 
   // Each path named as the entry mounted there names it.
   const std::vector<format::PackRoot> roots = save_roots(g.records);
@@ -133,6 +142,11 @@ Status save_group(const Group& g, SaveOutcome* out) {
     } else {
       std::cerr << "lazycache unmount: incremental save not possible (" << inc.error().to_string() << "); packing the whole merged view\n";
     }
+    LC_ASSIGN_OR_RETURN(bool found, exists());
+    if (found) {
+      out->skipped_existing = true;
+      return Status();
+    }
   }
   remote::UploadSink sink(store, object_key, put);
   auto written = format::write_archive(roots, sink, pack);
@@ -162,6 +176,10 @@ std::string incremental_summary(const IncrementalSaveCounts& c) {
       static_cast<unsigned long long>(c.changed_paths), refused ? 0u : c.stats.frames_copied, c.frames_from_cache,
       c.frames_from_store + (refused ? c.stats.frames_copied : 0u));
   std::string out = line;
+  const format::IncrementalPhases& p = c.stats.phases;
+  std::snprintf(line, sizeof line, " (times: base %.0f ms, tree %.0f ms, plan %.0f ms, frames %.0f ms, index %.0f ms, commit %.0f ms)",
+                c.base_s * 1000, p.tree_s * 1000, p.plan_s * 1000, p.frames_s * 1000, p.index_s * 1000, p.commit_s * 1000);
+  out += line;
   if (refused) {
     out += "; the store cannot copy (" + c.no_store_copy + "): reused frames went through this machine";
   } else {

@@ -23,7 +23,7 @@ struct Packed {
   Packed() {
     testing::make_node_like_tree(dir / "t", 40);
     testing::pack_tree(dir.path(), {"t"}, dir / "a.tar.zst");
-    reader = testing::open_archive(dir / "a.tar.zst");
+    reader = testing::open_archive_file(dir / "a.tar.zst");
     REQUIRE(reader->index().frames().size() >= 4);
   }
   const format::FrameInfo& info(uint32_t f) const { return reader->index().frames()[f]; }

@@ -100,7 +100,7 @@ inline void pack_tree(const std::string& cwd, const std::vector<std::string>& re
 }
 
 // The archive at `path`, opened for reading (throws on failure: test setup).
-inline std::unique_ptr<format::ArchiveReader> open_archive(const std::string& path) {
+inline std::unique_ptr<format::ArchiveReader> open_archive_file(const std::string& path) {
   auto source = LocalFileSource::open(path);
   if (!source.ok()) throw std::runtime_error("cannot open " + path + ": " + source.error().to_string());
   auto reader = format::ArchiveReader::open(std::shared_ptr<const ByteSource>(std::move(source).value()));

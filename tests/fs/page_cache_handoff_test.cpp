@@ -60,7 +60,7 @@ struct Mounted {
     REQUIRE(cache.ok());
     fs::FilesystemConfig config;
     config.idle_trim_ms = 0;  // memory figures below must not depend on the clock
-    fs = std::make_unique<fs::Filesystem>(testing::open_archive(dir / "a.tar.zst"), *cache, config);
+    fs = std::make_unique<fs::Filesystem>(testing::open_archive_file(dir / "a.tar.zst"), *cache, config);
   }
 
   const format::Index& index() const { return fs->index(); }
@@ -288,7 +288,7 @@ TEST_CASE("readahead skips frames the kernel's page cache holds", "[unit]") {
   TempDir dir;
   testing::make_node_like_tree(dir / "t", 40);
   testing::pack_tree(dir.path(), {"t"}, dir / "a.tar.zst");
-  const auto reader = testing::open_archive(dir / "a.tar.zst");
+  const auto reader = testing::open_archive_file(dir / "a.tar.zst");
   REQUIRE(reader->index().frames().size() > 4);
   fs::MemoryBudget budget(64ull << 20);
   fs::FrameCache memory(budget);

@@ -121,6 +121,40 @@ void five_mib_minimum(S3ObjectStore& store, const std::string& p, bool lists_upl
   }
 }
 
+// MultipartUpload::copy_parts: consecutive parts copied at once (UploadPartCopy requests in
+// flight together), each where its part number says whatever order they finish in, the source
+// pinned. `env` gives a second store whose request counters start with the copies.
+void parallel_copies(const S3Env& env, ObjectStore& setup, const std::string& p) {
+  const std::string src_bytes = ramp(4, 0, 24 * kMiB);
+  const ObjectInfo src = put_string(setup, p + "par-base", src_bytes);
+  auto store = s3_store_from_env(env, "lazycache-test");
+  auto up = start(*store, p + "par");
+  std::vector<RangeRequest> sources;  // the base's four 6 MiB quarters, last first
+  for (uint64_t q = 4; q > 0; --q) sources.push_back(RangeRequest{p + "par-base", (q - 1) * 6 * kMiB, 6 * kMiB, src.etag});
+  const int before = store->http().max_in_flight();
+  Status copied = up->copy_parts(1, sources, 4);
+  INFO(copied.to_string());
+  REQUIRE(copied.ok());
+  CHECK(before == 1);
+  CHECK(store->http().max_in_flight() >= 2);
+  REQUIRE(up->upload_part(5, bytes_of(std::string("tail"))).ok());
+  auto done = up->complete();
+  INFO(done.status().to_string());
+  REQUIRE(done.ok());
+  std::string want;
+  for (uint64_t q = 4; q > 0; --q) want += src_bytes.substr((q - 1) * 6 * kMiB, 6 * kMiB);
+  CHECK(read_all(*store, p + "par") == want + "tail");
+  SECTION("a replaced source fails the batch, nothing is published") {
+    put_string(setup, p + "par-base", ramp(5, 0, 24 * kMiB));
+    {
+      auto again = start(*store, p + "par-pinned");
+      Status s = again->copy_parts(1, sources, 4);
+      CHECK(s.code() == ErrorCode::kPreconditionFailed);
+    }
+    CHECK(store->head(p + "par-pinned").error().code() == ErrorCode::kNotFound);
+  }
+}
+
 }  // namespace
 
 TEST_CASE("copy parts: local directory store", "[local]") {
@@ -149,10 +183,12 @@ TEST_CASE("copy parts: Swift s3api", "[swift]") {
   auto store = s3_store_from_env(env, "lazycache-test");
   copy_parts(*store, s3_prefix("swift"), 5 * kMiB);
   SECTION("the 5 MiB minimum") { five_mib_minimum(*store, s3_prefix("swift"), true); }
+  SECTION("parts copied at once") { parallel_copies(env, *store, s3_prefix("swift")); }
 }
 
 TEST_CASE("copy parts: s3rver 5", "[s3rver]") {
   S3Env env = load_s3_env("LC_S3_ENV");
   auto store = s3_store_from_env(env, "lazycache-test");
   copy_parts(*store, s3_prefix("s3rver"), 5 * kMiB);
+  SECTION("parts copied at once") { parallel_copies(env, *store, s3_prefix("s3rver")); }
 }

@@ -5,9 +5,13 @@
 // exactly the bytes asked for, and a store that refuses copies gets every byte sent.
 #include <catch2/catch.hpp>
 
+#include <chrono>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <map>
+#include <mutex>
 
 #include "remote/local_dir_object_store.h"
 #include "tools/store_copy_sink.h"
@@ -30,11 +34,17 @@ struct Part {
   uint64_t bytes = 0;
 };
 
+// One copy_parts call: how many parts, at what concurrency.
+struct Batch {
+  size_t parts = 0;
+  int concurrency = 0;
+};
+
 // Assembles the object in memory; copies read the source from the store as the server would.
 class RecordingUpload final : public MultipartUpload {
  public:
-  RecordingUpload(ObjectStore& store, std::vector<Part>& parts, std::string& object, bool refuse_copies)
-      : store_(store), parts_(parts), object_(object), refuse_(refuse_copies) {}
+  RecordingUpload(ObjectStore& store, std::vector<Part>& parts, std::string& object, bool refuse_copies, std::vector<Batch>* batches)
+      : store_(store), parts_(parts), object_(object), refuse_(refuse_copies), batches_(batches) {}
   uint64_t min_part_bytes() const override { return 5 * kMiB; }
   uint64_t max_part_bytes() const override { return 5ull << 30; }
   Status upload_part(int number, std::span<const std::byte> bytes) override {
@@ -54,6 +64,10 @@ class RecordingUpload final : public MultipartUpload {
     object_ += bytes;
     return Status();
   }
+  Status copy_parts(int first_number, const std::vector<RangeRequest>& sources, int concurrency) override {
+    if (batches_) batches_->push_back(Batch{sources.size(), concurrency});
+    return MultipartUpload::copy_parts(first_number, sources, concurrency);
+  }
   Result<ObjectInfo> complete() override {
     for (size_t i = 0; i + 1 < parts_.size(); ++i)
       if (parts_[i].bytes < min_part_bytes()) return Status(ErrorCode::kInvalidArgument, "EntityTooSmall: part " + std::to_string(i + 1));
@@ -65,6 +79,7 @@ class RecordingUpload final : public MultipartUpload {
   std::vector<Part>& parts_;
   std::string& object_;
   bool refuse_;
+  std::vector<Batch>* batches_;
 };
 
 struct Fixture {
@@ -96,11 +111,13 @@ struct Fixture {
 // A sink over a RecordingUpload of the fixture's store, copying from its "base".
 struct Recorded {
   std::vector<Part> parts;
+  std::vector<Batch> batches;
   std::string object;
   std::unique_ptr<cli::StoreCopySink> sink;
-  Recorded(Fixture& f, bool refuse_copies, uint64_t part_bytes)
-      : sink(std::make_unique<cli::StoreCopySink>(f.store, std::make_unique<RecordingUpload>(*f.store, parts, object, refuse_copies),
-                                                  RangeRequest{"base", 0, 0, f.base_info.etag}, part_bytes)) {}
+  Recorded(Fixture& f, bool refuse_copies, uint64_t part_bytes, int concurrency = 4)
+      : sink(std::make_unique<cli::StoreCopySink>(f.store,
+                                                  std::make_unique<RecordingUpload>(*f.store, parts, object, refuse_copies, &batches),
+                                                  RangeRequest{"base", 0, 0, f.base_info.etag}, part_bytes, concurrency)) {}
 };
 
 Status write(cli::StoreCopySink& sink, const std::string& s) { return sink.write(std::as_bytes(std::span<const char>(s))); }
@@ -115,7 +132,7 @@ TEST_CASE("store copy sink: parts of at least 5 MiB, short runs read back, exact
   auto& object = r.object;
   const std::string a = pattern(2, kMiB), b = pattern(3, 2 * kMiB);
   REQUIRE(write(sink, a).ok());
-  REQUIRE(sink.copy_range(3, 20 * kMiB).ok());  // 1 MiB pending: 4 MiB borrowed, 16 copied
+  REQUIRE(sink.copy_range(3, 20 * kMiB).ok());  // 1 MiB pending: 4 MiB borrowed, 8 copied first, then 8
   REQUIRE(write(sink, b).ok());
   REQUIRE(sink.copy_range(25 * kMiB, 3 * kMiB).ok());   // short, after 2 MiB pending: read back
   REQUIRE(sink.copy_range(28 * kMiB, 12 * kMiB).ok());  // 5 MiB pending go first, then a copy
@@ -123,14 +140,124 @@ TEST_CASE("store copy sink: parts of at least 5 MiB, short runs read back, exact
   const std::string want = a + f.base.substr(3, 20 * kMiB) + b + f.base.substr(25 * kMiB, 15 * kMiB);
   CHECK(object == want);
   CHECK(sink.bytes_written() == want.size());
-  REQUIRE(parts.size() == 4);
+  REQUIRE(parts.size() == 5);
   CHECK((!parts[0].copied && parts[0].bytes == 5 * kMiB));
-  CHECK((parts[1].copied && parts[1].bytes == 16 * kMiB));
-  CHECK((!parts[2].copied && parts[2].bytes == 5 * kMiB));
-  CHECK((parts[3].copied && parts[3].bytes == 12 * kMiB));
+  CHECK((parts[1].copied && parts[1].bytes == 8 * kMiB));
+  CHECK((parts[2].copied && parts[2].bytes == 8 * kMiB));
+  CHECK((!parts[3].copied && parts[3].bytes == 5 * kMiB));
+  CHECK((parts[4].copied && parts[4].bytes == 12 * kMiB));
   CHECK(sink.counts().bytes_read_back == 7 * kMiB);
   CHECK(sink.counts().bytes_copied == 28 * kMiB);
   CHECK(sink.copy_refused().empty());
+}
+
+TEST_CASE("store copy sink: a long range is copied as parts the store copies at once", "[copy-sink]") {
+  Fixture f;
+  Recorded r(f, false, 16 * kMiB, 4);
+  REQUIRE(r.sink->copy_range(0, 40 * kMiB).ok());
+  REQUIRE(write(*r.sink, "tail").ok());
+  REQUIRE(r.sink->commit().ok());
+  CHECK(r.object == f.base + "tail");
+  // The first copy alone and short (a store that cannot copy says so there), then the other
+  // 32 MiB in one batch of 4 parts for 4 copies at once.
+  REQUIRE(r.batches.size() == 1);
+  CHECK(r.batches[0].parts == 4);
+  CHECK(r.batches[0].concurrency == 4);
+  REQUIRE(r.parts.size() == 6);
+  CHECK((r.parts[0].copied && r.parts[0].bytes == cli::kFirstCopyBytes));
+  for (size_t i = 1; i < 5; ++i) CHECK((r.parts[i].copied && r.parts[i].bytes == 8 * kMiB));
+  CHECK(r.sink->counts().parts_copied == 5);
+  CHECK(r.sink->counts().bytes_read_back == 0);
+}
+
+// An upload that takes parts in any order (as S3's does): its copy_parts holds until a part
+// numbered after its own is uploaded meanwhile (at most 20 s), and says whether one was.
+class AnyOrderUpload final : public MultipartUpload {
+ public:
+  AnyOrderUpload(ObjectStore& store, std::map<int, std::string>& parts, bool& overlapped)
+      : store_(store), parts_(parts), overlapped_(overlapped) {}
+  uint64_t min_part_bytes() const override { return 5 * kMiB; }
+  uint64_t max_part_bytes() const override { return 5ull << 30; }
+  bool parts_in_any_order() const override { return true; }
+  Status upload_part(int number, std::span<const std::byte> bytes) override {
+    std::lock_guard lock(mu_);
+    parts_[number].assign(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+    highest_uploaded_ = std::max(highest_uploaded_, number);
+    cv_.notify_all();
+    return Status();
+  }
+  Status copy_part(int number, const RangeRequest& source) override {
+    std::string bytes(source.length, '\0');
+    auto n = store_.get_range(source, std::as_writable_bytes(std::span<char>(bytes)));
+    if (!n.ok()) return n.error();
+    std::lock_guard lock(mu_);
+    parts_[number] = std::move(bytes);
+    return Status();
+  }
+  Status copy_parts(int first_number, const std::vector<RangeRequest>& sources, int concurrency) override {
+    const int last = first_number + static_cast<int>(sources.size()) - 1;
+    {
+      std::unique_lock lock(mu_);
+      overlapped_ = cv_.wait_for(lock, std::chrono::seconds(20), [&] { return highest_uploaded_ > last; });
+    }
+    return MultipartUpload::copy_parts(first_number, sources, concurrency);
+  }
+  Result<ObjectInfo> complete() override {
+    std::lock_guard lock(mu_);
+    int expect = 1;
+    for (const auto& [number, bytes] : parts_)
+      if (number != expect++) return Status(ErrorCode::kInvalidArgument, "part " + std::to_string(expect - 1) + " missing");
+    return ObjectInfo{"out", 0, "\"e\"", 0};
+  }
+
+ private:
+  ObjectStore& store_;
+  std::map<int, std::string>& parts_;
+  bool& overlapped_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int highest_uploaded_ = 0;
+};
+
+TEST_CASE("store copy sink: where parts go in any order, copies run while later parts are uploaded", "[copy-sink]") {
+  Fixture f;
+  std::map<int, std::string> parts;
+  bool overlapped = false;
+  {
+    cli::StoreCopySink sink(f.store, std::make_unique<AnyOrderUpload>(*f.store, parts, overlapped),
+                            RangeRequest{"base", 0, 0, f.base_info.etag}, 16 * kMiB, 4);
+    REQUIRE(sink.copy_range(0, 40 * kMiB).ok());  // 8 MiB copied first, alone; the rest in the background
+    const std::string later = pattern(7, 16 * kMiB);
+    REQUIRE(write(sink, later).ok());  // a whole part: uploaded now, while the copies wait for it
+    REQUIRE(write(sink, "tail").ok());
+    REQUIRE(sink.commit().ok());
+    std::string object;
+    for (const auto& [number, bytes] : parts) object += bytes;
+    CHECK(object == f.base + later + "tail");
+  }
+  CHECK(overlapped);
+}
+
+TEST_CASE("copy pieces: one per lane, none below the minimum or above the maximum, no short last", "[copy-sink]") {
+  using cli::copy_pieces;
+  auto sum = [](const std::vector<uint64_t>& v) {
+    uint64_t s = 0;
+    for (uint64_t x : v) s += x;
+    return s;
+  };
+  CHECK(copy_pieces(0, 5 * kMiB, 5ull << 30, 8).empty());
+  CHECK(copy_pieces(7 * kMiB, 5 * kMiB, 5ull << 30, 8) == std::vector<uint64_t>{7 * kMiB});  // shorter than a piece: whole
+  const auto eight = copy_pieces(800 * kMiB, 5 * kMiB, 5ull << 30, 8);
+  CHECK(eight == std::vector<uint64_t>(8, 100 * kMiB));
+  const auto capped = copy_pieces(800 * kMiB, 5 * kMiB, 64 * kMiB, 4);  // max_part wins over lanes
+  CHECK(capped.size() == 13);
+  CHECK(sum(capped) == 800 * kMiB);
+  for (uint64_t n : capped) CHECK((n >= 5 * kMiB && n <= 64 * kMiB));
+  const auto floor = copy_pieces(20 * kMiB + 1, 5 * kMiB, 5ull << 30, 8);  // kMinCopyPieceBytes: two, not eight
+  CHECK(floor == std::vector<uint64_t>{10 * kMiB + 1, 10 * kMiB});
+  CHECK(copy_pieces(12 * kMiB, 5 * kMiB, 5ull << 30, 4) == std::vector<uint64_t>{12 * kMiB});
+  CHECK(cli::first_copy_bytes(9 * kMiB, 5 * kMiB) == 9 * kMiB);  // 8 MiB would leave 1 MiB: all of it
+  CHECK(cli::first_copy_bytes(40 * kMiB, 5 * kMiB) == 8 * kMiB);
 }
 
 TEST_CASE("store copy sink: a store that refuses copies gets every byte sent, once said why", "[copy-sink]") {

@@ -1,0 +1,15 @@
+// SPDX-License-Identifier: MIT
+// MultipartUpload::copy_parts for stores that copy one part at a time (remote/multipart_upload.h).
+#include "remote/multipart_upload.h"
+
+#include "remote/object_store.h"
+
+namespace lazycache::remote {
+
+Status MultipartUpload::copy_parts(int first_number, const std::vector<RangeRequest>& sources, int concurrency) {
+  (void)concurrency;  // a local file is appended in order: nothing to overlap
+  for (size_t i = 0; i < sources.size(); ++i) LC_RETURN_IF_ERROR(copy_part(first_number + static_cast<int>(i), sources[i]));
+  return Status();
+}
+
+}  // namespace lazycache::remote
