@@ -151,6 +151,9 @@ class ArchiveReader {
   // Verifies compressed frame bytes (XXH3-128 digest), decompresses them, verifies size and
   // the seek-table checksum. Pure: does no I/O. Errors: kCorrupt.
   virtual Result<std::string> decode_frame(uint32_t frame, std::span<const std::byte> compressed) const = 0;
+  // decode_frame() into a caller's buffer of exactly the frame's uncompressed size (its contents on
+  // entry are ignored; garbage after an error), so a caller can recycle buffers. Pure, thread-safe.
+  virtual Status decode_frame_into(uint32_t frame, std::span<const std::byte> compressed, std::span<std::byte> out) const = 0;
   // Reads frame `frame` from the source and decodes it.
   virtual Result<std::string> read_frame(uint32_t frame) const = 0;
   // Reads file content [offset, offset+out.size()) of a regular entry; short only at EOF.

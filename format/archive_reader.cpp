@@ -34,6 +34,11 @@ class ArchiveReaderImpl final : public ArchiveReader {
     return decode_frame_checked(index_->frames()[frame], frame, compressed);
   }
 
+  Status decode_frame_into(uint32_t frame, std::span<const std::byte> compressed, std::span<std::byte> out) const override {
+    if (frame >= index_->frames().size()) return Status(ErrorCode::kInvalidArgument, "frame " + std::to_string(frame) + " out of range");
+    return decode_frame_checked_into(index_->frames()[frame], frame, compressed, out);
+  }
+
   Result<std::string> read_frame(uint32_t frame) const override {
     if (frame >= index_->frames().size()) return Status(ErrorCode::kInvalidArgument, "frame " + std::to_string(frame) + " out of range");
     const FrameInfo& f = index_->frames()[frame];

@@ -41,6 +41,10 @@ namespace lazycache::format {
 namespace {
 
 constexpr size_t kZeroProbeBytes = 64 * 1024;
+// A batch handed to a file writer: up to this many files or bytes (see write_files). 32 small
+// files are about 1/14 of a 4 MiB frame of the node tree, so 8 writers still share every frame.
+constexpr size_t kBatchFiles = 32;
+constexpr uint64_t kBatchBytes = 1 << 20;
 
 // atime left alone (UTIME_OMIT), mtime from the entry, floor-divided for pre-1970 times.
 void fill_mtime(const Entry& e, struct timespec ts[2]) {
@@ -62,6 +66,10 @@ struct Item {
   EntryId id = 0;
   uint32_t target = 0;
   bool create_only = false;  // an ancestor of an only_paths selection: create, keep metadata
+  // The entry, decoded once by select_items() (the write path reads it a dozen times per file);
+  // its views point into the index, which outlives the extract. Empty in the ad-hoc items that
+  // only name a directory for rollback().
+  Entry e;
 };
 
 // Removes `name` in `dirfd` and, for a directory, everything below it, never following a
@@ -135,6 +143,9 @@ class Extractor {
     // into that parent removes.
     bool staged = false;
     bool topdir_set = false;  // set_topdir_flag() on the staged directory, cleared before publishing
+    // Staged in a directory of our egid without the setgid bit: everything created inside gets our
+    // euid and egid (see needs_chown()).
+    bool creates_as_self = false;
     Fd parent;
     std::string staged_name, final_leaf;
   };
@@ -159,7 +170,7 @@ class Extractor {
     if (!t.is_dir) return t.base.get();
     const EntryId top = cfg_.targets[it.target].entry;
     if (it.id == top) return Status(ErrorCode::kInternal, "parent_dir of a target directory");
-    return dir_fd(it.target, idx_.entry(it.id).parent, it);
+    return dir_fd(it.target, it.e.parent, it);
   }
   // Directory entry `dir` of target `target`, opened from the target without following symlinks.
   Result<int> dir_fd(uint32_t target, EntryId dir, const Item& it) {
@@ -172,9 +183,7 @@ class Extractor {
     }
     return dirs_.open(dir, [&] { return entry_label(it); });
   }
-  std::string leaf_name(const Item& it) const {
-    return targets_[it.target].is_dir ? std::string(idx_.entry(it.id).name) : targets_[it.target].leaf;
-  }
+  std::string leaf_name(const Item& it) const { return targets_[it.target].is_dir ? std::string(it.e.name) : targets_[it.target].leaf; }
   std::string tmp_name() { return extract_temporary_name(tmp_counter_++); }
   // A name this run created where nothing was before (rollback() removes it on failure). Only
   // names in directories that existed are recorded: a directory this run made goes as a whole.
@@ -187,15 +196,15 @@ class Extractor {
   bool parent_is_new(const Item& it) const {
     const Target& t = targets_[it.target];
     if (!t.is_dir) return false;
-    EntryId p = idx_.entry(it.id).parent;
+    EntryId p = it.e.parent;
     return p == cfg_.targets[it.target].entry ? t.created : made_dirs_.count(p) > 0;
   }
   void note_created(const Item& it) {
     if (parent_is_new(it)) return;
     const Target& t = targets_[it.target];
     if (t.created) return;  // the whole target goes
-    bool base = !t.is_dir || idx_.entry(it.id).parent == cfg_.targets[it.target].entry;
-    created_.push_back(Created{it.target, base ? 0 : idx_.entry(it.id).parent, base, leaf_name(it)});
+    bool base = !t.is_dir || it.e.parent == cfg_.targets[it.target].entry;
+    created_.push_back(Created{it.target, base ? 0 : it.e.parent, base, leaf_name(it)});
   }
   // Names in a directory that existed before this run, with their d_type, read once by
   // sweep_temporaries(): a file whose name is taken goes the temp-name + rename way at once, one
@@ -203,7 +212,7 @@ class Extractor {
   using Listing = std::unordered_map<std::string, unsigned char>;
   static constexpr EntryId kBaseKey = UINT32_MAX;  // listing key of a non-directory target's directory
   const Listing* parent_listing(const Item& it) const {
-    auto f = listings_.find({it.target, targets_[it.target].is_dir ? idx_.entry(it.id).parent : kBaseKey});
+    auto f = listings_.find({it.target, targets_[it.target].is_dir ? it.e.parent : kBaseKey});
     return f == listings_.end() ? nullptr : &f->second;
   }
   bool name_taken(const Item& it) const {
@@ -226,13 +235,22 @@ class Extractor {
     return errno_status("renaming into place " + entry_label(it));
   }
   void sweep_temporaries(int dirfd, Listing& names);
-  // A file's mode can be given at creation (no fchmod) unless the umask would clear some of its
-  // bits, it has setuid/setgid/sticky bits (a later fchown clears them) or owners are restored.
-  bool mode_final_at_create(const Entry& e) const {
-    const mode_t m = e.mode & 07777;
-    return !cfg_.restore_owner && (m & 07000) == 0 && (m & umask_) == 0;
+  // Whether `e` needs a chown: owners are restored and the entry's would not be what creating it
+  // gives anyway. In a staged target whose directory is ours (our egid, no setgid bit), every
+  // entry is created with our euid and egid, so for an entry saved with those (root restoring a
+  // tree root saved, the common case in CI) the fchown per file is skipped; elsewhere (an
+  // existing directory may be setgid) it is always done.
+  bool needs_chown(const Item& it, const Entry& e) const {
+    if (!cfg_.restore_owner) return false;
+    return !(targets_[it.target].creates_as_self && e.uid == euid_ && e.gid == egid_);
   }
-  mode_t create_mode(const Entry& e) const { return mode_final_at_create(e) ? (e.mode & 07777) : 0600; }
+  // A file's mode can be given at creation (no fchmod) unless the umask would clear some of its
+  // bits, it has setuid/setgid/sticky bits (a later fchown clears them) or it is chowned.
+  bool mode_final_at_create(const Item& it, const Entry& e) const {
+    const mode_t m = e.mode & 07777;
+    return !needs_chown(it, e) && (m & 07000) == 0 && (m & umask_) == 0;
+  }
+  mode_t create_mode(const Item& it, const Entry& e) const { return mode_final_at_create(it, e) ? (e.mode & 07777) : 0600; }
   bool xattr_wanted(const std::string& name) const {
     if (name.rfind("user.", 0) == 0) return true;
     for (const auto& p : cfg_.xattrs_include)
@@ -307,8 +325,10 @@ class Extractor {
   std::atomic<uint64_t> files_by_writers_{0};  // of files_written_, by the file writers
   std::mutex warn_mu_;
   uint64_t tmp_counter_ = 0;
-  bool tmpfile_ok_ = true;                                    // O_TMPFILE works here (else named temporaries)
-  mode_t umask_ = 0777;                                       // see current_umask()
+  bool tmpfile_ok_ = true;  // O_TMPFILE works here (else named temporaries)
+  mode_t umask_ = 0777;     // see current_umask()
+  uid_t euid_ = 0;          // who creates the entries (see needs_chown())
+  gid_t egid_ = 0;
   std::set<EntryId> made_dirs_;                               // directories this run created
   std::map<std::pair<uint32_t, EntryId>, Listing> listings_;  // (target, directory entry)
   std::vector<Created> created_;                              // see note_created()
@@ -353,6 +373,8 @@ Status Extractor::stage_target(Target& out) {
   if (fd < 0) return errno_status("opening the temporary directory for " + out.dest);
   out.base = Fd(fd);
   out.topdir_set = set_topdir_flag(fd, true);
+  struct stat st;
+  out.creates_as_self = ::fstat(fd, &st) == 0 && st.st_uid == euid_ && st.st_gid == egid_ && (st.st_mode & S_ISGID) == 0;
   return Status();
 }
 
@@ -428,13 +450,13 @@ Status Extractor::select_items() {
       bool chosen = selected.empty() || in_selection(id);
       bool ancestor = !chosen && ancestors.count(id);
       if (!chosen && !ancestor) continue;
-      if (id != cfg_.targets[t].entry || !targets_[t].is_dir || chosen) items_.push_back(Item{id, t, ancestor});
+      if (id != cfg_.targets[t].entry || !targets_[t].is_dir || chosen) items_.push_back(Item{id, t, ancestor, idx_.entry(id)});
       auto ch = idx_.children(id);
       for (uint32_t c = ch.first + ch.count; c-- > ch.first;) stack.push_back(c);
     }
   }
   for (size_t i = 0; i < items_.size(); ++i) {
-    Entry e = idx_.entry(items_[i].id);
+    const Entry& e = items_[i].e;
     if (e.type == EntryType::kRegular) {
       ++progress_.files_total;
       if (leader_item_.emplace(e.link_group, i).second) progress_.bytes_total += e.size;
@@ -449,13 +471,12 @@ Status Extractor::make_dirs(bool staged_pass) {
   std::set<std::pair<uint32_t, EntryId>> walked;
   if (staged_pass) {
     for (const auto& it : items_) {
-      if (!targets_[it.target].staged || idx_.entry(it.id).type == EntryType::kDirectory) continue;
-      for (EntryId d = idx_.entry(it.id).parent; d != cfg_.targets[it.target].entry && walked.insert({it.target, d}).second;)
-        d = idx_.entry(d).parent;
+      if (!targets_[it.target].staged || it.e.type == EntryType::kDirectory) continue;
+      for (EntryId d = it.e.parent; d != cfg_.targets[it.target].entry && walked.insert({it.target, d}).second;) d = idx_.entry(d).parent;
     }
   }
   for (const auto& it : items_) {
-    Entry e = idx_.entry(it.id);
+    const Entry& e = it.e;
     if (e.type != EntryType::kDirectory) continue;
     if (it.id == cfg_.targets[it.target].entry) continue;  // the target directory itself exists already
     if (targets_[it.target].staged != staged_pass) continue;
@@ -510,7 +531,7 @@ Status Extractor::open_file(const Item& it, ActiveFile& af) {
   af.tmp.clear();
   af.direct = false;
   af.end_written = 0;
-  const mode_t mode = create_mode(idx_.entry(it.id));
+  const mode_t mode = create_mode(it, it.e);
   int fd = -1;
   if (targets_[it.target].staged) {
     // A staged target is invisible until complete: the final name is safe to use at once.
@@ -561,15 +582,15 @@ Status Extractor::write_piece(ActiveFile& af, const char* data, size_t n) {
 }
 
 Status Extractor::finish_file(const Item& it, ActiveFile& af) {
-  Entry e = idx_.entry(it.id);
+  const Entry& e = it.e;
   Status st;
   if (af.end_written < e.size && ::ftruncate(af.file.get(), static_cast<off_t>(e.size)) != 0) {
     st = errno_status("truncating " + entry_label(it));
   } else if (af.hash.digest() != e.content_digest) {
     st = Status(ErrorCode::kCorrupt, entry_label(it) + ": content does not match its XXH3-128 digest");
-  } else if (cfg_.restore_owner && ::fchown(af.file.get(), e.uid, e.gid) != 0) {
+  } else if (needs_chown(it, e) && ::fchown(af.file.get(), e.uid, e.gid) != 0) {
     st = errno_status("chown " + entry_label(it));
-  } else if (!mode_final_at_create(e) && ::fchmod(af.file.get(), e.mode) != 0) {
+  } else if (!mode_final_at_create(it, e) && ::fchmod(af.file.get(), e.mode) != 0) {
     st = errno_status("chmod " + entry_label(it));
   }
   if (st.ok()) st = apply_xattrs(af.file.get(), e, it);
@@ -606,7 +627,7 @@ Status Extractor::write_whole_file(const Item& it, int dir, const char* data, si
 }
 
 Result<std::shared_ptr<Fd>> Extractor::shared_parent_dir(const Item& it) {
-  const std::pair<uint32_t, EntryId> key{it.target, idx_.entry(it.id).parent};
+  const std::pair<uint32_t, EntryId> key{it.target, it.e.parent};
   if (shared_dir_ && shared_dir_key_ == key) return shared_dir_;
   LC_ASSIGN_OR_RETURN(int dir, parent_dir(it));
   int fd = ::fcntl(dir, F_DUPFD_CLOEXEC, 0);
@@ -629,7 +650,7 @@ void Extractor::start_fetch() {
   auto& files = pending_;
   files.reserve(leader_item_.size());
   for (const auto& [group, item] : leader_item_) {
-    Entry e = idx_.entry(items_[item].id);
+    const Entry& e = items_[item].e;
     files.push_back(PendingFile{e.data_offset, e.size, item});
   }
   std::sort(files.begin(), files.end(), [](const PendingFile& a, const PendingFile& b) { return a.offset < b.offset; });
@@ -641,16 +662,14 @@ void Extractor::start_fetch() {
       if (frames.empty() || frames.back() < f) frames.push_back(f);
   }
   int threads = cfg_.threads > 0 ? cfg_.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  uint64_t compressed = 0, uncompressed = 0;
-  for (uint32_t f : frames) {
-    compressed += idx_.frames()[f].compressed_size;
-    uncompressed += idx_.frames()[f].uncompressed_size;
-  }
-  const FetchPlan plan = choose_fetch_plan(compressed, uncompressed, cfg_.max_inflight_bytes, cfg_.concurrency, cfg_.part_size_bytes);
+  uint64_t compressed = 0;
+  for (uint32_t f : frames) compressed += idx_.frames()[f].compressed_size;
+  const FetchPlan plan = choose_fetch_plan(compressed, parts_budget(cfg_.max_inflight_bytes, max_frame_bytes(idx_), threads),
+                                           cfg_.concurrency, cfg_.part_size_bytes);
   stats_.concurrency = plan.concurrency;
   stats_.part_size_bytes = plan.part_bytes;
   frames_ = frames;
-  pipe_ = std::make_unique<FramePipeline>(r_, std::move(frames), plan, cfg_.max_inflight_bytes, threads);
+  pipe_ = std::make_unique<FramePipeline>(r_, std::move(frames), plan, cfg_.max_inflight_bytes, threads, cfg_.head);
   stats_.parts = static_cast<uint32_t>(pipe_->part_count());
 }
 
@@ -674,13 +693,39 @@ Status Extractor::write_files() {
     pipe.cancel();
     return s;
   };
+  // Whole files go to the writers in batches of consecutive files of one frame: one queue
+  // hand-off and wake-up per batch rather than per file, and consecutive files mostly share a
+  // directory, so one writer creates them instead of several contending for its lock.
+  struct Handed {
+    const Item* it = nullptr;
+    std::shared_ptr<Fd> dir;
+    const char* from = nullptr;
+    size_t n = 0;
+  };
+  std::vector<Handed> batch;
+  FileWriterPool::Frame batch_frame;  // the frame the batch reads (null: empty files only)
+  uint64_t batch_bytes = 0;
+  auto flush = [&]() -> Status {
+    if (batch.empty()) return Status();
+    auto job = [this, files = std::move(batch)] {
+      for (const Handed& h : files) LC_RETURN_IF_ERROR(write_whole_file(*h.it, h.dir->get(), h.from, h.n));
+      return Status();
+    };
+    batch.clear();
+    batch_bytes = 0;
+    return writers->submit(std::move(batch_frame), std::move(job));
+  };
   // Hands file `pf` (all of it in `frame` from `from`, or empty) to the writers; false: not theirs.
   auto delegate = [&](const PendingFile& pf, const FileWriterPool::Frame& frame, const char* from) -> Result<bool> {
     const Item& it = items_[pf.item];
     if (!writers || !targets_[it.target].staged) return false;
+    if (frame && batch_frame && frame != batch_frame) LC_RETURN_IF_ERROR(flush());
+    if (frame) batch_frame = frame;
     LC_ASSIGN_OR_RETURN(std::shared_ptr<Fd> dir, shared_parent_dir(it));
     const size_t n = static_cast<size_t>(pf.size);
-    LC_RETURN_IF_ERROR(writers->submit(frame, [this, &it, dir, from, n] { return write_whole_file(it, dir->get(), from, n); }));
+    batch.push_back(Handed{&it, std::move(dir), from, n});
+    batch_bytes += n;
+    if (batch.size() >= kBatchFiles || batch_bytes >= kBatchBytes) LC_RETURN_IF_ERROR(flush());
     return true;
   };
   // Empty files need no frame.
@@ -701,7 +746,7 @@ Status Extractor::write_files() {
     auto data = pipe.take(seq);
     if (!data.ok()) return finish_error(data.error());
     ++stats_.frames_read;
-    const FileWriterPool::Frame frame = std::make_shared<const std::string>(std::move(*data));
+    const FileWriterPool::Frame frame = std::move(*data);  // a recycled buffer (format/buffer_pool.h)
     const FrameInfo& f = idx_.frames()[frames[seq]];
     uint64_t f_end = f.uncompressed_offset + f.uncompressed_size;
     for (;;) {
@@ -717,6 +762,9 @@ Status Extractor::write_files() {
             continue;
           }
         }
+        if (writers) {  // the writers get what is batched before this thread writes a file itself
+          if (Status s = flush(); !s.ok()) return finish_error(s);
+        }
         if (Status s = start_file(items_[current->item], af); !s.ok()) return finish_error(s);
         active = true;
         ++next;
@@ -730,11 +778,15 @@ Status Extractor::write_files() {
       if (Status s = finish_file(items_[current->item], af); !s.ok()) return finish_error(s);
       report_progress();
     }
+    if (writers) {
+      if (Status s = flush(); !s.ok()) return finish_error(s);
+    }
     report_progress();
   }
   if (Status s = start_empty(); !s.ok()) return finish_error(s);
   if (active || next != files.size()) return finish_error(Status(ErrorCode::kInternal, "files left unfinished after the last frame"));
   if (writers) {
+    if (Status s = flush(); !s.ok()) return finish_error(s);
     if (Status s = writers->finish(); !s.ok()) return finish_error(s);
   }
   shared_dir_.reset();
@@ -745,7 +797,7 @@ Status Extractor::write_files() {
 Status Extractor::make_links() {
   for (size_t i = 0; i < items_.size(); ++i) {
     const Item& it = items_[i];
-    Entry e = idx_.entry(it.id);
+    const Entry& e = it.e;
     if (e.type != EntryType::kRegular) continue;
     size_t leader = leader_item_.at(e.link_group);
     if (leader == i) continue;
@@ -776,6 +828,7 @@ Status Extractor::make_links() {
         if (n == 0) break;
         if (::write(dst.get(), buf.data(), static_cast<size_t>(n)) != n) return errno_status("copying " + entry_label(it));
       }
+      if (needs_chown(it, e) && ::fchown(dst.get(), e.uid, e.gid) != 0) return errno_status("chown " + entry_label(it));
       if (::fchmod(dst.get(), e.mode) != 0) return errno_status("chmod " + entry_label(it));
       LC_RETURN_IF_ERROR(set_times(dir, tmp, e, AT_SYMLINK_NOFOLLOW, it));
     }
@@ -793,7 +846,7 @@ Status Extractor::make_links() {
 // this archive (at most 40 hops, Linux's limit), and says whether it leaves the target directory.
 // Components the archive does not hold are taken lexically ("missing/.." stays where it was).
 bool Extractor::symlink_escapes(const Item& it) const {
-  Entry link = idx_.entry(it.id);
+  const Entry& link = it.e;
   if (link.symlink_target.empty() || link.symlink_target[0] == '/') return true;
   constexpr EntryId kUnknown = UINT32_MAX;  // a directory level not in the archive
   const EntryId top = cfg_.targets[it.target].entry;
@@ -841,7 +894,7 @@ bool Extractor::symlink_escapes(const Item& it) const {
 Status Extractor::check_symlinks() const {
   if (cfg_.external_symlinks != ExtractConfig::ExternalSymlinks::kRefuse) return Status();
   for (const auto& it : items_) {
-    Entry e = idx_.entry(it.id);
+    const Entry& e = it.e;
     if (e.type == EntryType::kSymlink && symlink_escapes(it))
       return Status(ErrorCode::kPermissionDenied, entry_label(it) + ": symlink target " + quote_path(e.symlink_target) +
                                                       " resolves outside the extraction directory (refused by --no-external-symlinks)");
@@ -898,7 +951,7 @@ void Extractor::rollback() {
     const Created& c = created_[i];
     int dir = targets_[c.target].base.get();
     if (!c.base_dir) {
-      auto d = dir_fd(c.target, c.parent, Item{c.parent, c.target, false});
+      auto d = dir_fd(c.target, c.parent, Item{c.parent, c.target, false, Entry{}});
       if (!d.ok()) continue;  // the way there is gone or blocked: nothing to follow
       dir = *d;
     }
@@ -923,7 +976,7 @@ void Extractor::rollback() {
 
 Status Extractor::make_symlinks() {
   for (const auto& it : items_) {
-    Entry e = idx_.entry(it.id);
+    const Entry& e = it.e;
     if (e.type != EntryType::kSymlink) continue;
     LC_ASSIGN_OR_RETURN(int dir, parent_dir(it));
     const bool direct = targets_[it.target].staged;  // the final name is not visible yet
@@ -931,7 +984,7 @@ Status Extractor::make_symlinks() {
     if (::symlinkat(std::string(e.symlink_target).c_str(), dir, tmp.c_str()) != 0)
       return errno_status("creating symlink " + entry_label(it));
     Status st;
-    if (cfg_.restore_owner && ::fchownat(dir, tmp.c_str(), e.uid, e.gid, AT_SYMLINK_NOFOLLOW) != 0)
+    if (needs_chown(it, e) && ::fchownat(dir, tmp.c_str(), e.uid, e.gid, AT_SYMLINK_NOFOLLOW) != 0)
       st = errno_status("chown " + entry_label(it));
     if (st.ok()) st = set_times(dir, tmp, e, AT_SYMLINK_NOFOLLOW, it);
     if (st.ok() && !direct) st = rename_into_place(dir, tmp, it);
@@ -952,14 +1005,14 @@ Status Extractor::finish_dirs() {
   dirs_.set_create_missing(false);
   for (size_t i = items_.size(); i-- > 0;) {
     const Item& it = items_[i];
-    Entry e = idx_.entry(it.id);
+    const Entry& e = it.e;
     if (e.type != EntryType::kDirectory || it.create_only || e.implicit_dir || it.id == idx_.root()) continue;
     const bool is_target = it.id == cfg_.targets[it.target].entry;
     int fd = targets_[it.target].base.get();
     if (!is_target) {
       LC_ASSIGN_OR_RETURN(fd, dir_fd(it.target, it.id, it));
     }
-    if (cfg_.restore_owner && ::fchown(fd, e.uid, e.gid) != 0) return errno_status("chown " + entry_label(it));
+    if (needs_chown(it, e) && ::fchown(fd, e.uid, e.gid) != 0) return errno_status("chown " + entry_label(it));
     if (::fchmod(fd, e.mode) != 0) return errno_status("chmod " + entry_label(it));
     LC_RETURN_IF_ERROR(apply_xattrs(fd, e, it));
     struct timespec ts[2];
@@ -974,6 +1027,8 @@ Result<ExtractStats> Extractor::run() {
   // linkat(2) of an O_TMPFILE goes through /proc/self/fd (absent in some chroots and containers).
   tmpfile_ok_ = cfg_.unnamed_temporaries && ::access("/proc/self/fd", X_OK) == 0;
   umask_ = current_umask();
+  euid_ = ::geteuid();
+  egid_ = ::getegid();
   Status st = open_targets();
   if (st.ok()) st = select_items();
   if (st.ok()) st = check_symlinks();  // before anything is written

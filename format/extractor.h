@@ -42,6 +42,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,8 @@
 #include "format/archive.h"
 
 namespace lazycache::format {
+
+class ArchiveHead;
 
 // Extract the subtree of `entry` so that it becomes `dest_path` (for the archive top, root(),
 // dest_path is the directory that receives the top-level members).
@@ -89,6 +92,9 @@ struct ExtractConfig {
   // Files as unnamed O_TMPFILEs linked into place (see above); false: named temporaries renamed
   // into place, the fallback used anyway where O_TMPFILE or /proc/self/fd is missing.
   bool unnamed_temporaries = true;
+  // The archive's first bytes, already on their way (format/archive_head.h): `restore` starts
+  // reading them before the archive is opened. Optional.
+  std::shared_ptr<const ArchiveHead> head;
   std::function<void(const ExtractProgress&)> progress;  // from the calling thread
   std::function<void(const std::string&)> warn;          // default: stderr
 };

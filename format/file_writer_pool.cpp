@@ -15,7 +15,8 @@ FileWriterPool::~FileWriterPool() {
     stopping_ = true;
     queue_.clear();
     frame_refs_.clear();
-    cv_.notify_all();
+    work_cv_.notify_all();
+    idle_cv_.notify_all();
   }
   threads_.clear();  // joins
 }
@@ -24,14 +25,14 @@ Status FileWriterPool::submit(Frame frame, Job job) {
   std::unique_lock lock(mu_);
   const bool known = !frame || frame_refs_.count(frame.get()) > 0;
   const uint64_t more = known ? 0 : frame->size();
-  cv_.wait(lock, [&] { return !error_.ok() || stopping_ || frame_refs_.empty() || known || frame_bytes_ + more <= max_frame_bytes_; });
+  idle_cv_.wait(lock, [&] { return !error_.ok() || stopping_ || frame_refs_.empty() || known || frame_bytes_ + more <= max_frame_bytes_; });
   if (!error_.ok()) return error_;
   if (stopping_) return Status(ErrorCode::kCancelled, "file writers stopped");
   if (frame) {
     if (frame_refs_[frame.get()]++ == 0) frame_bytes_ += frame->size();
   }
   queue_.push_back(Queued{std::move(frame), std::move(job)});
-  cv_.notify_all();
+  work_cv_.notify_one();
   return Status();
 }
 
@@ -47,7 +48,7 @@ void FileWriterPool::release(const Frame& frame) {
 
 Status FileWriterPool::finish() {
   std::unique_lock lock(mu_);
-  cv_.wait(lock, [&] { return (queue_.empty() && running_ == 0) || stopping_; });
+  idle_cv_.wait(lock, [&] { return (queue_.empty() && running_ == 0) || stopping_; });
   if (!error_.ok()) return error_;
   if (stopping_) return Status(ErrorCode::kCancelled, "file writers stopped");
   return Status();
@@ -58,13 +59,14 @@ void FileWriterPool::cancel() {
   stopping_ = true;
   for (const auto& q : queue_) release(q.frame);
   queue_.clear();
-  cv_.notify_all();
+  work_cv_.notify_all();
+  idle_cv_.notify_all();
 }
 
 void FileWriterPool::work() {
   std::unique_lock lock(mu_);
   for (;;) {
-    cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+    work_cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
     if (queue_.empty()) return;  // stopping
     Queued q = std::move(queue_.front());
     queue_.pop_front();
@@ -80,7 +82,7 @@ void FileWriterPool::work() {
       for (const auto& r : queue_) release(r.frame);
       queue_.clear();
     }
-    cv_.notify_all();
+    idle_cv_.notify_one();  // one submitting thread
   }
 }
 

@@ -59,7 +59,10 @@ class FileWriterPool {
 
   const uint64_t max_frame_bytes_;
   std::mutex mu_;  // the pool's only lock; guards everything below
-  std::condition_variable cv_;
+  // Two conditions, so that a submit wakes one idle writer (not all of them) and a finished job
+  // wakes only the submitting thread (waiting in submit() for the bound, or in finish()).
+  std::condition_variable work_cv_;  // writers: a job queued, or stopping
+  std::condition_variable idle_cv_;  // the submitter: a job done, an error, or stopping
   std::deque<Queued> queue_;
   std::unordered_map<const std::string*, size_t> frame_refs_;  // frame -> queued + running jobs
   uint64_t frame_bytes_ = 0;                                   // bytes of the frames in frame_refs_

@@ -45,24 +45,43 @@ Result<std::string> compress_frame(std::span<const std::byte> data, int level) {
   return std::string(scratch.get(), n);
 }
 
-Result<std::string> decode_frame_checked(const FrameInfo& frame, uint32_t frame_number, std::span<const std::byte> compressed) {
+Status decode_frame_checked_into(const FrameInfo& frame, uint32_t frame_number, std::span<const std::byte> compressed,
+                                 std::span<std::byte> out) {
   auto corrupt = [&](const std::string& what) {
     return Status(ErrorCode::kCorrupt, "frame " + std::to_string(frame_number) + ": " + what);
   };
+  if (out.size() != frame.uncompressed_size)
+    return Status(ErrorCode::kInvalidArgument, "frame " + std::to_string(frame_number) + ": output buffer of " +
+                                                   std::to_string(out.size()) + " bytes for " + std::to_string(frame.uncompressed_size));
   if (compressed.size() != frame.compressed_size)
     return corrupt("got " + std::to_string(compressed.size()) + " bytes, expected " + std::to_string(frame.compressed_size));
   if (xxh3_128(compressed) != frame.digest) return corrupt("compressed bytes do not match their XXH3-128 digest");
   if (compressed.size() < 4 || load_le32(compressed.data()) != kZstdFrameMagic) return corrupt("not a zstd frame");
   unsigned long long content = ZSTD_getFrameContentSize(compressed.data(), compressed.size());
   if (content != frame.uncompressed_size) return corrupt("Frame_Content_Size does not match the seek table");
+  // A frame with zstd's Content_Checksum (bit 2 of the Frame_Header_Descriptor, RFC 8878 3.1.1.1.1;
+  // pack always sets it) ends in the low 32 bits of XXH64 of its content, which zstd verifies
+  // while decompressing: when those 4 bytes equal the seek table's, the content matches the seek
+  // table without a second XXH64 pass over it (0.2 s of CPU for the 2.3 GB tree).
+  // The frame must also be all of the bytes (nothing after it whose last 4 bytes could pose as
+  // the checksum): ZSTD_findFrameCompressedSize walks the block headers only.
+  const bool zstd_checks = compressed.size() >= 9 && (std::to_integer<uint8_t>(compressed[4]) & 0x04) != 0 &&
+                           ZSTD_findFrameCompressedSize(compressed.data(), compressed.size()) == compressed.size();
+  if (zstd_checks && load_le32(compressed.data() + compressed.size() - 4) != frame.xxh64_low32)
+    return corrupt("seek-table checksum mismatch (the frame's own checksum differs)");
   thread_local std::unique_ptr<ZSTD_DCtx, DCtxDeleter> dctx(ZSTD_createDCtx());
   if (!dctx) return Status(ErrorCode::kInternal, "ZSTD_createDCtx failed");
-  std::string out(frame.uncompressed_size, '\0');
   size_t n = ZSTD_decompressDCtx(dctx.get(), out.data(), out.size(), compressed.data(), compressed.size());
   if (ZSTD_isError(n)) return corrupt(std::string("zstd: ") + ZSTD_getErrorName(n));
   if (n != frame.uncompressed_size)
     return corrupt("decompressed to " + std::to_string(n) + " bytes, expected " + std::to_string(frame.uncompressed_size));
-  if (xxh64_low32(std::as_bytes(std::span<const char>(out))) != frame.xxh64_low32) return corrupt("seek-table checksum mismatch");
+  if (!zstd_checks && xxh64_low32(out) != frame.xxh64_low32) return corrupt("seek-table checksum mismatch");
+  return Status();
+}
+
+Result<std::string> decode_frame_checked(const FrameInfo& frame, uint32_t frame_number, std::span<const std::byte> compressed) {
+  std::string out(frame.uncompressed_size, '\0');
+  LC_RETURN_IF_ERROR(decode_frame_checked_into(frame, frame_number, compressed, std::as_writable_bytes(std::span<char>(out))));
   return out;
 }
 

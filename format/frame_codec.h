@@ -22,6 +22,11 @@ Result<std::string> compress_frame(std::span<const std::byte> data, int level);
 // with an output bound of frame.uncompressed_size, and verifies the size and the seek-table
 // checksum. `frame_number` is for messages. Errors: kCorrupt.
 Result<std::string> decode_frame_checked(const FrameInfo& frame, uint32_t frame_number, std::span<const std::byte> compressed);
+// The same into `out` (exactly frame.uncompressed_size bytes, contents on entry ignored): a caller
+// that recycles its buffers pays neither the zero-fill nor the page faults of a fresh one per frame.
+// `out` holds garbage after an error. Errors: kCorrupt, kInvalidArgument (wrong out size).
+Status decode_frame_checked_into(const FrameInfo& frame, uint32_t frame_number, std::span<const std::byte> compressed,
+                                 std::span<std::byte> out);
 
 // decode_frame_checked() for frames too large to hold in memory at once (fs/ spills them to a
 // file): the compressed bytes come in pieces, in order, and the decompressed bytes leave through

@@ -6,6 +6,12 @@
 
 namespace lazycache::format {
 
+uint64_t max_frame_bytes(const Index& index) {
+  uint64_t m = 0;
+  for (const FrameInfo& f : index.frames()) m = std::max<uint64_t>(m, f.uncompressed_size);
+  return m;
+}
+
 std::vector<FetchPart> plan_fetch_parts(std::span<const FrameInfo> all, std::span<const uint32_t> frames, uint64_t part_bytes,
                                         size_t ramp_parts) {
   std::vector<FetchPart> parts;
@@ -27,31 +33,37 @@ std::vector<FetchPart> plan_fetch_parts(std::span<const FrameInfo> all, std::spa
   return parts;
 }
 
-FetchPlan choose_fetch_plan(uint64_t compressed_bytes, uint64_t uncompressed_bytes, uint64_t budget_bytes, int concurrency,
-                            uint64_t part_bytes) {
-  constexpr uint64_t kMinAutoPart = 1ull << 20, kMaxAutoPart = 16ull << 20;
+FetchPlan choose_fetch_plan(uint64_t compressed_bytes, uint64_t parts_budget_bytes, int concurrency, uint64_t part_bytes) {
+  constexpr uint64_t kMaxAutoPart = 16ull << 20;
   FetchPlan plan;
   plan.concurrency = concurrency > 0 ? concurrency : 8;
   if (part_bytes > 0) {
     plan.part_bytes = part_bytes;
     return plan;
   }
-  // Bytes held per compressed byte in flight: the compressed part plus what it decodes to.
-  const double held_per_byte = 1.0 + (compressed_bytes > 0 ? static_cast<double>(uncompressed_bytes) / static_cast<double>(compressed_bytes)
-                                                           : 1.0);
   const auto slots = static_cast<uint64_t>(plan.concurrency) + 1;
-  uint64_t by_budget = static_cast<uint64_t>(static_cast<double>(budget_bytes) / (held_per_byte * static_cast<double>(slots)));
+  const uint64_t by_budget = parts_budget_bytes / slots;
   const uint64_t reads = static_cast<uint64_t>(plan.concurrency) * kAutoRounds;
-  uint64_t by_spread = (compressed_bytes + reads - 1) / reads;
+  const uint64_t by_spread = (compressed_bytes + reads - 1) / reads;
   plan.part_bytes = std::clamp(std::min(by_budget, by_spread), kMinAutoPart, kMaxAutoPart);
   plan.ramp_parts = static_cast<size_t>(plan.concurrency);
   return plan;
 }
 
+uint64_t parts_budget(uint64_t max_inflight_bytes, uint64_t max_frame_bytes, int decoders) {
+  const uint64_t window = FramePipeline::kDecodeAheadPerDecoder * static_cast<uint64_t>(std::max(1, decoders)) * max_frame_bytes;
+  return std::max(max_inflight_bytes / 16, max_inflight_bytes > window ? max_inflight_bytes - window : 0);
+}
+
 FramePipeline::FramePipeline(const ArchiveReader& reader, std::vector<uint32_t> frames, const FetchPlan& plan, uint64_t max_inflight_bytes,
-                             int decoders)
+                             int decoders, std::shared_ptr<const ArchiveHead> head)
     : reader_(reader), frames_(std::move(frames)),
-      parts_(plan_fetch_parts(reader.index().frames(), frames_, plan.part_bytes, plan.ramp_parts)), max_inflight_(max_inflight_bytes) {
+      parts_(plan_fetch_parts(reader.index().frames(), frames_, plan.part_bytes, plan.ramp_parts)),
+      decode_ahead_(kDecodeAheadPerDecoder * static_cast<size_t>(std::max(1, decoders))),
+      max_inflight_(parts_budget(max_inflight_bytes, max_frame_bytes(reader.index()), decoders)),
+      // Free buffers kept: what the budget lets be in flight anyway.
+      part_buffers_(BufferPool::create(max_inflight_bytes)), frame_buffers_(BufferPool::create(max_inflight_bytes)),
+      head_(std::move(head)) {
   const int fetchers = static_cast<int>(
       std::min<size_t>(static_cast<size_t>(std::max(1, plan.concurrency)), std::max<size_t>(1, parts_.size())));
   for (int i = 0; i < fetchers; ++i) workers_.emplace_back([this] { fetch_loop(); });
@@ -63,17 +75,17 @@ FramePipeline::~FramePipeline() {
   workers_.clear();  // joins
 }
 
-uint64_t FramePipeline::frame_cost(size_t seq) const {
-  const FrameInfo& f = reader_.index().frames()[frames_[seq]];
-  return uint64_t{f.compressed_size} + f.uncompressed_size;
-}
+// What a claimed part reserves per frame: its compressed bytes (decoded frames are bounded by the
+// decode window instead).
+uint64_t FramePipeline::frame_cost(size_t seq) const { return reader_.index().frames()[frames_[seq]].compressed_size; }
 
-Result<std::string> FramePipeline::take(size_t seq) {
+Result<FramePipeline::Frame> FramePipeline::take(size_t seq) {
   std::unique_lock lock(mu_);
   cv_.wait(lock, [&] { return done_.count(seq) || !error_.ok(); });
   if (!error_.ok()) return error_;
-  Result<std::string> r = std::move(done_.at(seq));
+  Result<Frame> r = std::move(done_.at(seq));
   done_.erase(seq);
+  next_take_ = seq + 1;
   inflight_ -= frame_cost(seq);
   cv_.notify_all();
   return r;
@@ -109,12 +121,19 @@ void FramePipeline::fetch_loop() {
       inflight_ += part_cost(parts_[pi]);
     }
     const FetchPart& part = parts_[pi];
-    auto buf = std::make_shared<std::string>(part.length, '\0');
-    auto got = reader_.source().read_at(part.offset, std::as_writable_bytes(std::span<char>(*buf)));
+    std::shared_ptr<std::string> buf = part_buffers_->get(part.length);
+    const auto out = std::as_writable_bytes(std::span<char>(*buf));
+    uint64_t covered = 0;  // bytes of the part the head holds
+    if (head_ && part.offset < head_->length()) {
+      covered = std::min<uint64_t>(part.length, head_->length() - part.offset);
+      if (Status s = head_->copy(part.offset, out.first(covered)); !s.ok()) return fail(s);
+    }
+    Result<size_t> got = size_t{0};
+    if (covered < part.length) got = reader_.source().read_at(part.offset + covered, out.subspan(covered));
     if (!got.ok())
       return fail(got.error().with_context("reading frames " + std::to_string(frames_[part.first]) + "-" +
                                            std::to_string(frames_[part.end - 1]) + " of " + reader_.source().describe()));
-    if (*got != part.length)
+    if (*got != part.length - covered)
       return fail(Status(ErrorCode::kCorrupt, reader_.source().describe() + ": frames " + std::to_string(frames_[part.first]) + "-" +
                                                   std::to_string(frames_[part.end - 1]) +
                                                   " truncated (archive shorter than its seek table says)"));
@@ -124,7 +143,7 @@ void FramePipeline::fetch_loop() {
     for (size_t k = part.first; k < part.end; ++k) {
       const uint32_t size = reader_.index().frames()[frames_[k]].compressed_size;
       // Aliasing views of the part buffer: one allocation per part, no copy per frame.
-      todo_.push_back(Fetched{k, std::string_view(buf->data() + at, size), buf});
+      todo_.emplace(k, Fetched{k, std::string_view(buf->data() + at, size), buf});
       at += size;
     }
     cv_.notify_all();
@@ -136,16 +155,20 @@ void FramePipeline::decode_loop() {
     Fetched job;
     {
       std::unique_lock lock(mu_);
-      cv_.wait(lock, [&] { return !todo_.empty() || !error_.ok(); });
+      // The lowest fetched position, once it is within the window ahead of the consumer.
+      cv_.wait(lock, [&] { return !error_.ok() || (!todo_.empty() && todo_.begin()->first < next_take_ + decode_ahead_); });
       if (!error_.ok()) return;
-      job = std::move(todo_.front());
-      todo_.pop_front();
+      job = std::move(todo_.begin()->second);
+      todo_.erase(todo_.begin());
     }
-    auto r = reader_.decode_frame(frames_[job.seq], std::as_bytes(std::span<const char>(job.bytes.data(), job.bytes.size())));
+    const uint32_t frame = frames_[job.seq];
+    std::shared_ptr<std::string> out = frame_buffers_->get(reader_.index().frames()[frame].uncompressed_size);
+    Status s = reader_.decode_frame_into(frame, std::as_bytes(std::span<const char>(job.bytes.data(), job.bytes.size())),
+                                         std::as_writable_bytes(std::span<char>(*out)));
     job.part.reset();  // the part's buffer goes with its last frame
-    if (!r.ok()) return fail(r.error().with_context(reader_.source().describe()));
+    if (!s.ok()) return fail(s.with_context(reader_.source().describe()));
     std::lock_guard lock(mu_);
-    done_.emplace(job.seq, std::move(r));
+    done_.emplace(job.seq, Frame(std::move(out)));
     cv_.notify_all();
   }
 }

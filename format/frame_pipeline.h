@@ -8,17 +8,21 @@
 // with one ByteSource::read_at (one ranged GET for a remote source), so from the first byte
 // `concurrency` requests are in flight; `decoders` threads verify (XXH3-128 of the compressed
 // bytes) and decompress each frame as soon as its part is in; the consumer take()s frames in list
-// order. Memory: a part reserves its compressed plus uncompressed bytes when it is claimed and a
-// frame gives its share back when it is taken, so at most about `max_inflight_bytes` are held
-// (one part is always allowed, so a part larger than the budget still goes, alone). Parts are
-// claimed in order and the consumer takes in order, so the budget never deadlocks.
+// order. Memory: decoders work at most kDecodeAheadPerDecoder x decoders frames ahead of the
+// consumer (lowest position first), so the decoded frames in circulation stay few and their
+// buffers (format/buffer_pool.h) are recycled: the compressed parts may run far ahead, their
+// decoding need not (a decoder is faster than the file writers it feeds); the position the
+// consumer waits for is always in the window. A part reserves its compressed bytes when it is
+// claimed and a frame gives its share back when it is taken, within parts_budget() of
+// `max_inflight_bytes` (one part is always allowed, so a part larger than the budget still goes,
+// alone): at most about `max_inflight_bytes` are held in all. Parts are claimed in order and the
+// consumer takes in order, so the budget never deadlocks.
 // Thread-safe for one consumer; the destructor cancels and joins every thread.
 #pragma once
 
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -30,6 +34,8 @@
 
 #include "common/status.h"
 #include "format/archive.h"
+#include "format/archive_head.h"
+#include "format/buffer_pool.h"
 
 namespace lazycache::format {
 
@@ -55,35 +61,53 @@ struct FetchPlan {
   size_t ramp_parts = 0;  // see plan_fetch_parts(); auto plans ramp over the first wave
 };
 
-// Pure: the read plan for `compressed_bytes` (of frames decoding to `uncompressed_bytes`) under a
-// memory budget of `budget_bytes`. Explicit values (> 0) are kept. Auto concurrency is 8: the
-// emulated hosted and far links and S3 give one client more bandwidth up to about 8 streams, and
-// 8 idle-waiting threads cost nothing. Auto part size: the parts in flight ((concurrency + 1) of
-// them, each held compressed and decoded) fit the budget; capped at 16 MiB (S3's guidance for
-// ranged GETs) and at compressed_bytes / (concurrency x kAutoRounds), so that an archive is read
-// in several waves over every connection and its first bytes are decoded and written while the
-// rest is still arriving (node over the far link: 8 x 3.7 MiB parts 2.4-2.8 s, 1 MiB parts
-// 1.9-2.1 s), and ramped up over the first wave (ramp_parts = concurrency); at least 1 MiB (a request costs an RTT: smaller parts cost more in round trips
-// than they win in overlap).
-inline constexpr uint64_t kAutoRounds = 4;
-FetchPlan choose_fetch_plan(uint64_t compressed_bytes, uint64_t uncompressed_bytes, uint64_t budget_bytes, int concurrency,
-                            uint64_t part_bytes);
+// Pure: the read plan for `compressed_bytes` with `parts_budget_bytes` for the compressed parts in
+// flight (the decoded frames have their own bound: see FramePipeline and parts_budget()).
+// Explicit values (> 0) are kept. Auto concurrency is 8: the emulated hosted and far links and S3
+// give one client more bandwidth up to about 8 streams, and 8 idle-waiting threads cost nothing.
+// Auto part size: the parts in flight ((concurrency + 1) of them) fit the budget; capped at 16 MiB
+// (S3's guidance for ranged GETs) and at compressed_bytes / (concurrency x kAutoRounds), so that
+// an archive is read in at least two waves over every connection and its first bytes are decoded
+// and written while the rest is still arriving; ramped up over the first wave (ramp_parts =
+// concurrency), so the first frame arrives after a fraction of a part; at least kMinAutoPart.
+// Why 4 MiB at least: every request costs the server as well as a round trip: the test Swift
+// spends about 16 ms of CPU per GET (node, hosted: 43 reads of 1 MiB took 0.89 s of its CPU,
+// 10 reads of 4 MiB 0.33 s, curl's one GET 0.20 s), CPU the file writers need on a small runner.
+inline constexpr uint64_t kAutoRounds = 2;
+inline constexpr uint64_t kMinAutoPart = 4ull << 20;
+FetchPlan choose_fetch_plan(uint64_t compressed_bytes, uint64_t parts_budget_bytes, int concurrency, uint64_t part_bytes);
+
+// The share of a memory budget left for compressed parts once the decoded frames are provided
+// for: `decoders` x FramePipeline::kDecodeAheadPerDecoder frames of up to `max_frame_bytes`
+// (at least a sixteenth of the budget stays for parts).
+uint64_t parts_budget(uint64_t max_inflight_bytes, uint64_t max_frame_bytes, int decoders);
+// The largest uncompressed frame of `index` (the decode window's unit).
+uint64_t max_frame_bytes(const Index& index);
 
 class FramePipeline {
  public:
-  FramePipeline(const ArchiveReader& reader, std::vector<uint32_t> frames, const FetchPlan& plan, uint64_t max_inflight_bytes,
-                int decoders);
+  using Frame = std::shared_ptr<const std::string>;
+  // Frames decoded ahead of the consumer per decoder thread (see above).
+  static constexpr size_t kDecodeAheadPerDecoder = 2;
+
+  // `head` (optional): the archive's first bytes, read while it was opened (format/archive_head.h);
+  // the bytes of a part it covers are copied from there instead of read.
+  FramePipeline(const ArchiveReader& reader, std::vector<uint32_t> frames, const FetchPlan& plan, uint64_t max_inflight_bytes, int decoders,
+                std::shared_ptr<const ArchiveHead> head = nullptr);
   ~FramePipeline();
   FramePipeline(const FramePipeline&) = delete;
   FramePipeline& operator=(const FramePipeline&) = delete;
 
   // The decoded frame at position `seq` of the frame list (blocking). Errors: the first failure of
   // any fetch or decode (kCorrupt for a frame that fails its digest, the source's errors), or
-  // kCancelled after cancel().
-  Result<std::string> take(size_t seq);
+  // kCancelled after cancel(). The frame's buffer is recycled once the last reference to it goes.
+  Result<Frame> take(size_t seq);
   void cancel();
   uint64_t compressed_read() const { return compressed_read_.load(); }
   size_t part_count() const { return parts_.size(); }
+  // Decoded-frame buffers allocated fresh, and reused; for tests.
+  uint64_t frame_buffers_allocated() const { return frame_buffers_->allocated(); }
+  uint64_t frame_buffers_reused() const { return frame_buffers_->reused(); }
 
  private:
   void fail(Status s);
@@ -94,7 +118,10 @@ class FramePipeline {
   const ArchiveReader& reader_;
   const std::vector<uint32_t> frames_;
   const std::vector<FetchPart> parts_;
-  const uint64_t max_inflight_;
+  const size_t decode_ahead_;
+  const uint64_t max_inflight_;                                     // for compressed parts: parts_budget() of the caller's budget
+  const std::shared_ptr<BufferPool> part_buffers_, frame_buffers_;  // compressed parts; decoded frames
+  const std::shared_ptr<const ArchiveHead> head_;
   std::atomic<uint64_t> compressed_read_{0};
   std::mutex mu_;  // the only lock of the pipeline
   std::condition_variable cv_;
@@ -106,10 +133,11 @@ class FramePipeline {
     std::string_view bytes;
     std::shared_ptr<const std::string> part;
   };
-  std::deque<Fetched> todo_;                    // guarded by mu_: fetched frames to decode
-  std::map<size_t, Result<std::string>> done_;  // guarded by mu_: decoded frames by seq
-  Status error_;                                // guarded by mu_
-  std::vector<std::jthread> workers_;           // last: joined first on destruction
+  std::map<size_t, Fetched> todo_;        // guarded by mu_: fetched frames to decode, by seq
+  std::map<size_t, Result<Frame>> done_;  // guarded by mu_: decoded frames by seq
+  size_t next_take_ = 0;                  // guarded by mu_: the consumer's next position
+  Status error_;                          // guarded by mu_
+  std::vector<std::jthread> workers_;     // last: joined first on destruction
 };
 
 }  // namespace lazycache::format

@@ -47,14 +47,17 @@ long extract_temporary_pid(std::string_view name) {
 }
 
 Result<Fd> open_dir_below(int base_fd, const std::vector<std::string>& comps, bool create, const std::string& what) {
-  Fd cur(::dup(base_fd));
-  if (!cur.valid()) return errno_status("dup");
+  // The walk starts at base_fd itself: a dup of it only when there is no component to open (a
+  // directory walk opens one component at a time, and a dup + close per directory was a quarter
+  // of an extract's descriptor syscalls).
+  Fd cur;
   for (const auto& c : comps) {
-    int fd = ::openat(cur.get(), c.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    const int at = cur.valid() ? cur.get() : base_fd;
+    int fd = ::openat(at, c.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0 && errno == ENOENT && create) {
-      if (::mkdirat(cur.get(), c.c_str(), 0755) != 0 && errno != EEXIST)
+      if (::mkdirat(at, c.c_str(), 0755) != 0 && errno != EEXIST)
         return errno_status("creating directory " + quote_path(c) + " of " + what);
-      fd = ::openat(cur.get(), c.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      fd = ::openat(at, c.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     }
     if (fd < 0) {
       int err = errno;
@@ -64,6 +67,10 @@ Result<Fd> open_dir_below(int base_fd, const std::vector<std::string>& comps, bo
       return errno_status("opening directory " + quote_path(c) + " of " + what, err);
     }
     cur = Fd(fd);
+  }
+  if (!cur.valid()) {
+    cur = Fd(::fcntl(base_fd, F_DUPFD_CLOEXEC, 0));
+    if (!cur.valid()) return errno_status("dup");
   }
   return cur;
 }

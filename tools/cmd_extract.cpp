@@ -1,7 +1,5 @@
 // SPDX-License-Identifier: MIT
 // `lazycache extract ARCHIVE [-C DIR] [PATH...]`: restore files from an archive, safely.
-#include <unistd.h>
-
 #include <cstdio>
 
 #include "format/extractor.h"
@@ -19,8 +17,7 @@ int run_extract(ArgParser& args) {
   args.alias("-C", "directory");
   args.flag("to-original-paths", "put each root back at the absolute path it was packed from (ignores -C)");
   add_extract_safety_options(args);
-  args.flag("same-owner", "restore uid/gid (default when run as root)");
-  args.flag("no-same-owner", "do not restore uid/gid, even as root");
+  add_extract_owner_options(args);
   args.option("threads", "N", "decompression threads, 0 = all cores", "0");
   add_extract_writer_option(args);
   args.flag("quiet", "no progress display and no summary");
@@ -41,7 +38,7 @@ int run_extract(ArgParser& args) {
   apply_extract_safety_options(args, config);
   if (Status s = apply_extract_transfer_options(args, config); !s.ok()) return report_error("extract", s);
   if (Status s = apply_extract_writer_option(args, config); !s.ok()) return report_error("extract", s);
-  config.restore_owner = args.has("same-owner") || (::geteuid() == 0 && !args.has("no-same-owner"));
+  apply_extract_owner_options(args, config);
   bool quiet = args.has("quiet");
   Progress progress("extract", quiet);
   config.progress = [&](const format::ExtractProgress& p) { progress.update(p.files_done, p.files_total, p.bytes_done, p.bytes_total); };

@@ -12,6 +12,7 @@
 #include <iostream>
 
 #include "format/archive.h"
+#include "format/archive_head.h"
 #include "format/extractor.h"
 #include "format/root_placement.h"
 #include "remote/object_byte_source.h"
@@ -46,15 +47,20 @@ std::vector<std::string> mount_args(const ArgParser& args) {
 
 int extract(const ArgParser& args, std::shared_ptr<remote::ObjectStore> store, const ResolvedEntry& entry, int threads) {
   auto start = std::chrono::steady_clock::now();
-  auto source = std::static_pointer_cast<remote::ObjectByteSource>(open_entry_source(store, entry.match->object));
-  auto reader = format::ArchiveReader::open(source);
-  if (!reader.ok()) return report_error("restore", reader.error().with_context("opening " + source->describe()));
-  const auto& index = (*reader)->index();
   format::ExtractConfig config;
   config.threads = threads;
   apply_extract_safety_options(args, config);
+  apply_extract_owner_options(args, config);  // as `extract` does: owners too when run as root
   if (Status s = apply_extract_transfer_options(args, config); !s.ok()) return report_error("restore", s);
   if (Status s = apply_extract_writer_option(args, config); !s.ok()) return report_error("restore", s);
+  auto source = std::static_pointer_cast<remote::ObjectByteSource>(open_entry_source(store, entry.match->object));
+  // Every frame is extracted: the first wave of them is read while the tail (seek table and
+  // index) is, instead of a round trip or two after it (format/archive_head.h).
+  config.head = std::make_shared<format::ArchiveHead>(
+      source, format::ArchiveHead::plan(source->size(), config.max_inflight_bytes, config.concurrency, config.part_size_bytes));
+  auto reader = format::ArchiveReader::open(source);
+  if (!reader.ok()) return report_error("restore", reader.error().with_context("opening " + source->describe()));
+  const auto& index = (*reader)->index();
   std::vector<std::string> paths;
   for (const auto& p : args.positionals()) paths.push_back(absolute_path(p));
   auto placed = format::place_roots(index, paths);  // the rule mount uses
@@ -98,6 +104,7 @@ int run_restore(ArgParser& args) {
   args.option("threads", "N", "decompression threads when extracting (0: one per CPU)", "0");
   add_extract_writer_option(args);
   add_extract_safety_options(args);
+  add_extract_owner_options(args);
   int code = 0;
   if (!args.parse(code)) return code;
   std::string mode = args.has("extract") ? "extract" : args.get("mode");

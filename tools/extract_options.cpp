@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "tools/extract_options.h"
 
+#include <unistd.h>
+
 #include "tools/store_options.h"
 
 namespace lazycache::cli {
@@ -17,6 +19,15 @@ void apply_extract_safety_options(const ArgParser& args, format::ExtractConfig& 
   config.external_symlinks = args.has("no-external-symlinks") ? format::ExtractConfig::ExternalSymlinks::kRefuse
                                                               : format::ExtractConfig::ExternalSymlinks::kCreate;
   config.xattrs_include = args.get_all("xattrs-include");
+}
+
+void add_extract_owner_options(ArgParser& args) {
+  args.flag("same-owner", "restore uid/gid (default when run as root)");
+  args.flag("no-same-owner", "do not restore uid/gid, even as root");
+}
+
+void apply_extract_owner_options(const ArgParser& args, format::ExtractConfig& config) {
+  config.restore_owner = args.has("same-owner") || (::geteuid() == 0 && !args.has("no-same-owner"));
 }
 
 void add_extract_writer_option(ArgParser& args) {

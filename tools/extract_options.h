@@ -13,6 +13,11 @@ namespace lazycache::cli {
 void add_extract_safety_options(ArgParser& args);
 void apply_extract_safety_options(const ArgParser& args, format::ExtractConfig& config);
 
+// --same-owner and --no-same-owner: uid/gid restored when asked, and by default when run as root
+// (like GNU tar), for `extract` and `restore --extract` alike.
+void add_extract_owner_options(ArgParser& args);
+void apply_extract_owner_options(const ArgParser& args, format::ExtractConfig& config);
+
 // --writers N: file-writer threads (format::ExtractConfig::writers; 0 = auto, 1 = one thread).
 void add_extract_writer_option(ArgParser& args);
 Status apply_extract_writer_option(const ArgParser& args, format::ExtractConfig& config);

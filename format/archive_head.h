@@ -1,0 +1,72 @@
+// SPDX-License-Identifier: MIT
+// File: format/archive_head.h -- ArchiveHead: the first bytes of an archive, read while the
+// archive is still being opened, for an extract that will read every frame.
+//
+// Why: opening an archive reads its tail (seek table and index: one range read, two when the
+// index is large) and only then does the extract know its frames and start reading them. On a
+// link with a 60 ms round trip that is 120-180 ms before the first frame is on its way, while the
+// frames of a full extract start at byte 0 whatever the index says. An ArchiveHead started right
+// after the object's size is known reads the first wave of parts (the ramp of
+// format/frame_pipeline.h's auto plan) concurrently with the tail, on connections of its own;
+// the pipeline then copies the parts it covers from here instead of reading them (FramePipeline
+// takes it through ExtractConfig::head). Every byte still goes through the frame digests.
+//
+// Threads: one per piece, all started by the constructor; the destructor joins them (a read in
+// flight finishes first). Thread-safe.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/byte_source.h"
+#include "common/status.h"
+
+namespace lazycache::format {
+
+class ArchiveHead {
+ public:
+  // Pure: the pieces (sizes, in order from byte 0) for an archive object of `object_bytes`: the
+  // first wave of the auto read plan (choose_fetch_plan() with the compressed bytes taken as the
+  // object's, 4 MiB frames), over at most object_bytes minus the 256 KiB tail that opening reads
+  // anyway. Explicit concurrency or part size (> 0) are honoured. Empty when the archive is
+  // too small for it to matter (under two tails).
+  static std::vector<uint64_t> plan(uint64_t object_bytes, uint64_t budget_bytes, int concurrency, uint64_t part_bytes);
+
+  ArchiveHead(std::shared_ptr<const ByteSource> source, const std::vector<uint64_t>& pieces);
+  ~ArchiveHead();
+  ArchiveHead(const ArchiveHead&) = delete;
+  ArchiveHead& operator=(const ArchiveHead&) = delete;
+
+  // Bytes [0, length()) are (being) read here.
+  uint64_t length() const { return length_; }
+  // Copies bytes [offset, offset + out.size()) (within length()) into `out`, blocking until the
+  // pieces holding them are in. Errors: a failed or short read of one of those pieces (the
+  // source's error, with the range), kInvalidArgument outside [0, length()).
+  Status copy(uint64_t offset, std::span<std::byte> out) const;
+  // Range reads sent (figures for the extract's stats).
+  size_t pieces() const { return states_.size(); }
+
+ private:
+  struct Piece {
+    uint64_t offset = 0, length = 0;
+    bool done = false;  // guarded by mu_
+    Status status;      // guarded by mu_
+  };
+  void read_piece(size_t i);
+
+  const std::shared_ptr<const ByteSource> source_;
+  uint64_t length_ = 0;
+  std::string bytes_;  // [0, length_): each piece's thread writes only its own range
+  mutable std::mutex mu_;
+  mutable std::condition_variable cv_;
+  std::vector<Piece> states_;
+  std::vector<std::jthread> threads_;  // last: joined first on destruction
+};
+
+}  // namespace lazycache::format

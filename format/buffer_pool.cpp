@@ -1,0 +1,53 @@
+// SPDX-License-Identifier: MIT
+#include "format/buffer_pool.h"
+
+namespace lazycache::format {
+
+std::shared_ptr<BufferPool> BufferPool::create(uint64_t max_free_bytes) {
+  return std::shared_ptr<BufferPool>(new BufferPool(max_free_bytes));
+}
+
+std::shared_ptr<std::string> BufferPool::get(size_t size) {
+  std::unique_ptr<std::string> buf;
+  {
+    std::lock_guard lock(mu_);
+    size_t best = free_.size();
+    for (size_t i = 0; i < free_.size(); ++i)
+      if (free_[i]->capacity() >= size && (best == free_.size() || free_[i]->capacity() < free_[best]->capacity())) best = i;
+    if (best < free_.size()) {
+      buf = std::move(free_[best]);
+      free_[best] = std::move(free_.back());
+      free_.pop_back();
+      free_bytes_ -= buf->capacity();
+      ++reused_;
+    } else {
+      ++allocated_;
+    }
+  }
+  if (!buf) buf = std::make_unique<std::string>();
+  // Within the capacity: shrinking is free, growing zero-fills only past the earlier size (frames
+  // are all of one size but the last, so a recycled frame buffer is not filled at all).
+  buf->resize(size);
+  std::shared_ptr<BufferPool> self = shared_from_this();
+  return std::shared_ptr<std::string>(buf.release(), [self](std::string* b) { self->put(b); });
+}
+
+void BufferPool::put(std::string* raw) {
+  std::unique_ptr<std::string> buf(raw);
+  std::lock_guard lock(mu_);
+  if (free_bytes_ + buf->capacity() > max_free_bytes_) return;  // freed
+  free_bytes_ += buf->capacity();
+  free_.push_back(std::move(buf));
+}
+
+uint64_t BufferPool::allocated() const {
+  std::lock_guard lock(mu_);
+  return allocated_;
+}
+
+uint64_t BufferPool::reused() const {
+  std::lock_guard lock(mu_);
+  return reused_;
+}
+
+}  // namespace lazycache::format

@@ -1,0 +1,145 @@
+// SPDX-License-Identifier: MIT
+// format/archive_head.h (issue 16 item 3, first bytes sooner): the first wave of a full extract's
+// reads goes out before the archive is opened, and the pipeline takes the parts it covers from it
+// instead of reading them again; its bytes are verified like any frame's, and a failed head read
+// fails the extract with nothing left behind.
+#include <sys/stat.h>
+#include <catch2/catch.hpp>
+
+#include <memory>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+#include "archive_test_util.h"
+#include "format/archive_head.h"
+#include "format/extractor.h"
+#include "tree_util.h"
+
+using namespace lazycache;
+using namespace lazycache::testing;
+
+namespace {
+
+// A ByteSource over a file that records every read and can fail or corrupt reads starting
+// below `bad_below`.
+class RecordingSource final : public ByteSource {
+ public:
+  explicit RecordingSource(std::shared_ptr<const ByteSource> inner) : inner_(std::move(inner)) {}
+  uint64_t size() const override { return inner_->size(); }
+  Result<size_t> read_at(uint64_t offset, std::span<std::byte> out) const override {
+    {
+      std::lock_guard lock(mu_);
+      reads_.emplace_back(offset, out.size());
+    }
+    if (offset < bad_below && fail) return Status(ErrorCode::kUnavailable, "injected: store unreachable");
+    auto r = inner_->read_at(offset, out);
+    if (r.ok() && offset < bad_below && corrupt && !out.empty()) out[out.size() / 2] ^= std::byte{1};
+    return r;
+  }
+  std::string describe() const override { return "recording " + inner_->describe(); }
+  std::vector<std::pair<uint64_t, uint64_t>> reads() const {
+    std::lock_guard lock(mu_);
+    return reads_;
+  }
+  uint64_t bad_below = 0;
+  bool fail = false, corrupt = false;
+
+ private:
+  std::shared_ptr<const ByteSource> inner_;
+  mutable std::mutex mu_;
+  mutable std::vector<std::pair<uint64_t, uint64_t>> reads_;
+};
+
+struct Fixture {
+  TempDir src, work;
+  std::shared_ptr<RecordingSource> source;
+  std::unique_ptr<format::ArchiveReader> reader;
+  Fixture() {
+    REQUIRE(::mkdir((src / "r").c_str(), 0755) == 0);
+    for (int d = 0; d < 6; ++d) {
+      REQUIRE(::mkdir((src / ("r/d" + std::to_string(d))).c_str(), 0755) == 0);
+      for (int f = 0; f < 20; ++f)
+        write_file(src / ("r/d" + std::to_string(d) + "/f" + std::to_string(f)),
+                   pattern(20000 + 997 * f, static_cast<uint64_t>(d * 20 + f)));
+    }
+    format::PackConfig pc;
+    pc.frame_size_bytes = 64u << 10;  // about 40 frames
+    pack_paths(src.path(), {"r"}, work / "a.tar.zst", pc);
+    auto file = LocalFileSource::open(work / "a.tar.zst");
+    REQUIRE(file.ok());
+    source = std::make_shared<RecordingSource>(std::shared_ptr<const ByteSource>(std::move(file).value()));
+  }
+  void open() {
+    auto r = format::ArchiveReader::open(source);
+    REQUIRE(r.ok());
+    reader = std::move(r).value();
+  }
+};
+
+}  // namespace
+
+TEST_CASE("ArchiveHead::plan: the auto plan's first wave, never into the tail, nothing for tiny archives", "[unit]") {
+  CHECK(format::ArchiveHead::plan(300u << 10, 256u << 20, 0, 0).empty());
+  auto p = format::ArchiveHead::plan(32u << 20, 256u << 20, 0, 0);  // the node archive's size
+  REQUIRE(p.size() == 8);
+  for (size_t k = 1; k < p.size(); ++k) CHECK(p[k] > p[k - 1]);  // ramped
+  uint64_t sum = 0;
+  for (auto n : p) sum += n;
+  CHECK(sum < (32u << 20) - (256u << 10));
+  auto explicit_plan = format::ArchiveHead::plan(64u << 20, 256u << 20, 2, 1u << 20);
+  REQUIRE(explicit_plan.size() == 2);
+  CHECK(explicit_plan[0] == (1u << 20));
+}
+
+TEST_CASE("the parts a head covers are not read again, and the tree is the source's", "[unit]") {
+  Fixture fx;
+  const uint64_t head_bytes = fx.source->size() / 2;
+  auto head = std::make_shared<format::ArchiveHead>(fx.source, std::vector<uint64_t>{head_bytes / 3, head_bytes / 3, head_bytes / 3});
+  fx.open();  // while the head is read
+  const uint64_t covered = head->length();
+  const size_t head_reads = 3;
+  format::ExtractConfig config;
+  config.head = head;
+  config.part_size_bytes = 100u << 10;
+  auto stats = extract_to(*fx.reader, fx.work / "out", config);
+  INFO((stats.ok() ? std::string() : stats.error().to_string()));
+  REQUIRE(stats.ok());
+  CHECK(compare_trees(fx.src / "r", fx.work / "out/r") == "");
+  // Reads: the head's three, the tail, and parts from where the head ends (a part straddling it
+  // reads only its rest).
+  size_t below = 0;
+  for (auto [off, len] : fx.source->reads())
+    if (off < covered) ++below;
+  CHECK(below == head_reads);
+}
+
+// Extracts through a head whose one read (from byte 0, which only the head reads: the pipeline
+// takes those bytes from it) is corrupted or fails; the staged target must be gone afterwards.
+static Result<format::ExtractStats> extract_with_bad_head(Fixture& fx, bool corrupt) {
+  fx.source->bad_below = 1;
+  (corrupt ? fx.source->corrupt : fx.source->fail) = true;
+  auto head = std::make_shared<format::ArchiveHead>(fx.source, std::vector<uint64_t>{fx.source->size() / 4});
+  fx.open();
+  format::ExtractConfig config;
+  config.head = head;
+  auto stats = extract_to(*fx.reader, fx.work / "out", config);
+  struct stat st;
+  CHECK(::lstat((fx.work / "out").c_str(), &st) != 0);  // the staged target was removed
+  return stats;
+}
+
+TEST_CASE("head bytes are verified: a corrupted head read fails the extract and leaves nothing", "[unit]") {
+  Fixture fx;
+  auto stats = extract_with_bad_head(fx, true);
+  REQUIRE_FALSE(stats.ok());
+  CHECK(stats.error().code() == ErrorCode::kCorrupt);
+}
+
+TEST_CASE("a failed head read fails the extract with the source's error", "[unit]") {
+  Fixture fx;
+  auto stats = extract_with_bad_head(fx, false);
+  REQUIRE_FALSE(stats.ok());
+  CHECK(stats.error().code() == ErrorCode::kUnavailable);
+  CHECK_THAT(stats.error().message(), Catch::Contains("injected"));
+}
