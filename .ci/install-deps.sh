@@ -5,7 +5,7 @@ set -euo pipefail
 PKGS=(build-essential cmake pkg-config clang lld libclang-rt-14-dev
       libfuse3-dev fuse3 libzstd-dev zstd liblmdb-dev lmdb-utils libxxhash-dev catch2
       libcurl4-openssl-dev libssl-dev curl libarchive-tools python3 attr
-      nodejs lintian strace clang-format
+      nodejs lintian strace clang-format clang-tidy
       # the S3 test servers and interop peers: installed here, once and serially, so that tests
       # starting in parallel under ctest -j never race for the dpkg lock
       swift swift-proxy swift-account swift-container swift-object python3-swift memcached rclone

@@ -109,9 +109,12 @@ class [[nodiscard]] Result {
     if (!lc_status_.ok()) return lc_status_; \
   } while (0)
 
+// NOLINTBEGIN(bugprone-macro-parentheses): tmp is a name and lhs a declaration ("Attr a"):
+// neither can be put in parentheses.
 #define LC_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr) \
   auto tmp = (expr); \
   if (!tmp.ok()) return tmp.error(); \
   lhs = std::move(tmp).value()
+// NOLINTEND(bugprone-macro-parentheses)
 
 #define LC_ASSIGN_OR_RETURN(lhs, expr) LC_ASSIGN_OR_RETURN_IMPL(LC_CONCAT(lc_result_, __LINE__), lhs, expr)

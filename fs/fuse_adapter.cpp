@@ -13,56 +13,51 @@
 #include <span>
 #include <vector>
 
+#include "fs/attr_stat.h"
 #include "fs/errno_map.h"
 #include "fs/fuse_reply.h"
-#include "fs/overlay_fuse.h"
+#include "fs/inode_numbers.h"
 
 namespace lazycache::fs {
 namespace {
 
-static_assert(sizeof(fuse_ino_t) == 8, "inode numbers are entry ids + 2 and need 64 bits");
+static_assert(sizeof(fuse_ino_t) == 8, "inode numbers are entry ids + 2 (fs/inode_numbers.h) and need 64 bits");
 
-FuseMount& mount_of(fuse_req_t req) { return *static_cast<FuseMount*>(fuse_req_userdata(req)); }
+// The read-only table's userdata: the Filesystem it serves and how its entries are numbered.
+class ReadOnlyMount {
+ public:
+  ReadOnlyMount(Filesystem& fs, FuseMountConfig config)
+      : fs_(fs), config_(std::move(config)), inodes_(config_.root, fs.index().entry_count()) {}
+  Filesystem& filesystem() { return fs_; }
+  const FuseMountConfig& config() const { return config_; }
+  EntryId to_id(uint64_t ino) const { return inodes_.entry(ino); }
+  uint64_t to_ino(EntryId id) const { return inodes_.inode(id); }
+
+ private:
+  Filesystem& fs_;
+  const FuseMountConfig config_;
+  const InodeNumbers inodes_;
+};
+
+ReadOnlyMount& mount_of(fuse_req_t req) { return *static_cast<ReadOnlyMount*>(fuse_req_userdata(req)); }
 
 using fuse_reply::guarded;
 using fuse_reply::reply_error;
 
-struct stat to_stat(const FuseMount& m, EntryId id, const Attr& a) {
-  struct stat st;
-  std::memset(&st, 0, sizeof(st));
-  st.st_ino = m.to_ino(id);
-  st.st_mode = a.mode;
-  st.st_nlink = a.nlink;
-  st.st_uid = a.uid;
-  st.st_gid = a.gid;
-  st.st_size = static_cast<off_t>(a.size);
-  st.st_blksize = 4096;
-  st.st_blocks = static_cast<blkcnt_t>((a.size + 511) / 512);
-  st.st_mtim.tv_sec = a.mtime_ns / 1000000000;
-  st.st_mtim.tv_nsec = a.mtime_ns % 1000000000;
-  if (st.st_mtim.tv_nsec < 0) {
-    st.st_mtim.tv_nsec += 1000000000;
-    st.st_mtim.tv_sec -= 1;
-  }
-  st.st_atim = st.st_mtim;
-  st.st_ctim = st.st_mtim;
-  return st;
-}
-
-Result<fuse_entry_param> entry_param(FuseMount& m, EntryId id) {
+Result<fuse_entry_param> entry_param(ReadOnlyMount& m, EntryId id) {
   LC_ASSIGN_OR_RETURN(Attr a, m.filesystem().getattr(id));
   fuse_entry_param e;
   std::memset(&e, 0, sizeof(e));
   e.ino = m.to_ino(id);
   e.generation = 1;
-  e.attr = to_stat(m, id, a);
+  e.attr = to_stat(a, e.ino);
   e.attr_timeout = m.config().timeout_seconds;
   e.entry_timeout = m.config().timeout_seconds;
   return e;
 }
 
 void op_init(void* userdata, fuse_conn_info* conn) {
-  auto* m = static_cast<FuseMount*>(userdata);
+  auto* m = static_cast<ReadOnlyMount*>(userdata);
   conn->max_background = m->config().max_background;
   conn->congestion_threshold = m->config().max_background * 3 / 4;
   if (conn->capable & FUSE_CAP_CACHE_SYMLINKS) conn->want |= FUSE_CAP_CACHE_SYMLINKS;
@@ -72,7 +67,7 @@ void op_init(void* userdata, fuse_conn_info* conn) {
 
 void op_lookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
   guarded(req, [&] {
-    FuseMount& m = mount_of(req);
+    ReadOnlyMount& m = mount_of(req);
     auto id = m.filesystem().lookup(m.to_id(parent), name);
     if (!id.ok()) {
       if (id.error().code() == ErrorCode::kNotFound) {
@@ -97,18 +92,18 @@ void op_forget_multi(fuse_req_t req, size_t, fuse_forget_data*) { fuse_reply_non
 
 void op_getattr(fuse_req_t req, fuse_ino_t ino, fuse_file_info*) {
   guarded(req, [&] {
-    FuseMount& m = mount_of(req);
+    ReadOnlyMount& m = mount_of(req);
     EntryId id = m.to_id(ino);
     auto a = m.filesystem().getattr(id);
     if (!a.ok()) return reply_error(req, a.error());
-    struct stat st = to_stat(m, m.filesystem().canonical(id), *a);
+    struct stat st = to_stat(*a, m.to_ino(m.filesystem().canonical(id)));
     fuse_reply_attr(req, &st, m.config().timeout_seconds);
   });
 }
 
 void op_readlink(fuse_req_t req, fuse_ino_t ino) {
   guarded(req, [&] {
-    FuseMount& m = mount_of(req);
+    ReadOnlyMount& m = mount_of(req);
     auto target = m.filesystem().readlink(m.to_id(ino));
     if (!target.ok()) return reply_error(req, target.error());
     fuse_reply_readlink(req, target->c_str());
@@ -117,7 +112,7 @@ void op_readlink(fuse_req_t req, fuse_ino_t ino) {
 
 void op_opendir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   guarded(req, [&] {
-    FuseMount& m = mount_of(req);
+    ReadOnlyMount& m = mount_of(req);
     auto kids = m.filesystem().children(m.to_id(ino));
     if (!kids.ok()) {
       fuse_reply_err(req, kids.error().code() == ErrorCode::kInvalidArgument ? ENOTDIR : errno_for(kids.error()));
@@ -131,7 +126,7 @@ void op_opendir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
 
 // Offsets: 1 after ".", 2 after "..", 3 + i after child i.
 void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, bool plus) {
-  FuseMount& m = mount_of(req);
+  ReadOnlyMount& m = mount_of(req);
   Filesystem& fs = m.filesystem();
   const EntryId dir = m.to_id(ino);
   auto kids = fs.children(dir);
@@ -189,7 +184,7 @@ void op_releasedir(fuse_req_t req, fuse_ino_t, fuse_file_info*) { fuse_reply_err
 
 void op_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   guarded(req, [&] {
-    FuseMount& m = mount_of(req);
+    ReadOnlyMount& m = mount_of(req);
     auto h = m.filesystem().open(m.to_id(ino), fi->flags);
     if (!h.ok()) {
       if (h.error().code() == ErrorCode::kPermissionDenied) return void(fuse_reply_err(req, EROFS));
@@ -232,7 +227,7 @@ void op_statfs(fuse_req_t req, fuse_ino_t) {
 
 void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t size) {
   guarded(req, [&] {
-    FuseMount& m = mount_of(req);
+    ReadOnlyMount& m = mount_of(req);
     auto v = m.filesystem().getxattr(m.to_id(ino), name);
     if (!v.ok()) return reply_error(req, v.error());
     fuse_reply::reply_xattr_value(req, size, *v);
@@ -241,7 +236,7 @@ void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t size) 
 
 void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size) {
   guarded(req, [&] {
-    FuseMount& m = mount_of(req);
+    ReadOnlyMount& m = mount_of(req);
     auto names = m.filesystem().listxattr(m.to_id(ino));
     if (!names.ok()) return reply_error(req, names.error());
     fuse_reply::reply_xattr_names(req, size, *names);
@@ -275,25 +270,22 @@ const fuse_lowlevel_ops* ops() {
 
 }  // namespace
 
-EntryId FuseMount::to_id(uint64_t ino) const {
-  if (ino == FUSE_ROOT_ID) return config_.root;
-  // An unknown number maps past the last entry, which every Filesystem call rejects (kNotFound).
-  return ino >= 2 && ino - 2 < fs_.index().entry_count() ? static_cast<EntryId>(ino - 2) : fs_.index().entry_count();
-}
-
-uint64_t FuseMount::to_ino(EntryId id) const { return id == config_.root ? FUSE_ROOT_ID : static_cast<uint64_t>(id) + 2; }
-
 Result<std::unique_ptr<FuseMount>> FuseMount::mount(Filesystem& fs, FuseMountConfig config) {
   if (config.root >= fs.index().entry_count() || fs.index().entry(config.root).type != format::EntryType::kDirectory) {
     return Status(ErrorCode::kInvalidArgument, "mount root is not a directory of the archive");
   }
-  std::unique_ptr<FuseMount> m(new FuseMount(fs, std::move(config)));
-  const bool writable = m->config_.overlay != nullptr;
+  auto userdata = std::make_shared<ReadOnlyMount>(fs, config);
+  return mount(FuseOps{ops(), std::move(userdata), /*writable=*/false}, std::move(config));
+}
+
+Result<std::unique_ptr<FuseMount>> FuseMount::mount(FuseOps op_table, FuseMountConfig config) {
+  std::unique_ptr<FuseMount> m(new FuseMount(std::move(op_table), std::move(config)));
+  const bool writable = m->ops_.writable;
   std::string opts = std::string(writable ? "" : "ro,") + "default_permissions,fsname=" + m->config_.fsname + ",subtype=lazycache";
   if (m->config_.allow_other) opts += ",allow_other";
   const char* argv[] = {"lazycache", "-o", opts.c_str()};
   fuse_args args = FUSE_ARGS_INIT(3, const_cast<char**>(argv));
-  m->session_ = fuse_session_new(&args, writable ? overlay_ops() : ops(), sizeof(fuse_lowlevel_ops), m.get());
+  m->session_ = fuse_session_new(&args, m->ops_.table, sizeof(fuse_lowlevel_ops), m->ops_.userdata.get());
   fuse_opt_free_args(&args);
   if (m->session_ == nullptr) return Status(ErrorCode::kInternal, "fuse_session_new failed for " + m->config_.mountpoint);
   if (fuse_session_mount(m->session_, m->config_.mountpoint.c_str()) != 0) {

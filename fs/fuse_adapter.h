@@ -1,9 +1,15 @@
 // SPDX-License-Identifier: MIT
-// File: fs/fuse_adapter.h -- FuseMount: one libfuse 3.14 low-level session that serves one
-// directory of a Filesystem at one mount point. The only file that knows FUSE: it translates
-// kernel requests to Filesystem calls and Results to replies (errors through fs/errno_map.h).
+// File: fs/fuse_adapter.h -- FuseMount: one libfuse 3.14 low-level session at one mount point,
+// serving one op table; and the read-only op table, which serves one directory of a Filesystem.
+// Part of the FUSE glue (lc_fs_fuse: this file, fs/overlay_fuse.h and fs/fuse_reply.h, the only
+// code that speaks FUSE): it translates kernel requests to Filesystem calls and Results to
+// replies (errors through fs/errno_map.h). This header itself includes no libfuse header.
 //
-// - Inode numbers: the session's root entry is FUSE_ROOT_ID (1); any other entry id N is N + 2.
+// - Userdata: each op table has its own (what fuse_req_userdata returns to its handlers), made by
+//   the function that mounts it and owned by the FuseMount until the session is gone. The
+//   read-only table's holds the Filesystem, the inode numbering and the config; the writable
+//   table's (fs/overlay_fuse.h) the Overlay. Neither table knows the other.
+// - Inode numbers: fs/inode_numbers.h (the root entry is 1, any other entry id N is N + 2).
 //   Hardlinked names share their canonical id, hence one inode. Nothing is kept per inode, so
 //   forget() is free and a tree of any size holds no descriptors.
 // - Metadata replies carry long entry/attr timeouts, negative lookups are cached, opens set
@@ -21,36 +27,29 @@
 #include <thread>
 
 #include "fs/filesystem.h"
+#include "fs/mount_config.h"
 
 struct fuse_session;
+struct fuse_lowlevel_ops;
 
 namespace lazycache::fs {
 
-class Overlay;
-
-struct FuseMountConfig {
-  std::string mountpoint;
-  EntryId root = 0;          // the directory entry served as the mount's top
-  bool allow_other = false;  // let other users in (root, or user_allow_other in /etc/fuse.conf)
-  // One day: the archive is immutable, so the kernel may trust what it was told until unmount.
-  double timeout_seconds = 86400;
-  // Handler threads. Replies come from fetch threads, so handlers never wait on the network;
-  // 16 covers metadata storms (find, stat) on 2-8 cores.
-  int max_threads = 16;
-  // 64 background requests (readahead, async reads) instead of the kernel's 12.
-  unsigned max_background = 64;
-  std::string fsname = "lazycache";
-  // Writable mount: every request goes to this overlay (fs/overlay_fuse.h), which outlives the
-  // mount. Null: the read-only op table above.
-  Overlay* overlay = nullptr;
+// An op table and the object its handlers get as userdata.
+struct FuseOps {
+  const fuse_lowlevel_ops* table = nullptr;
+  std::shared_ptr<void> userdata;  // kept alive by the FuseMount until its session is destroyed
+  bool writable = false;           // mounted without "ro"
 };
 
 class FuseMount {
  public:
-  // Mounts `config.mountpoint` (which must be a directory) and returns without serving yet.
+  // Mounts directory config.root of `fs` read-only at `config.mountpoint` (which must be a
+  // directory) and returns without serving yet. `fs` must outlive the mount.
   // Errors: kInvalidArgument (root is not a directory), kIo (the mount call failed; message
   // names the mount point).
   static Result<std::unique_ptr<FuseMount>> mount(Filesystem& fs, FuseMountConfig config);
+  // Mounts any op table (fs/overlay_fuse.h's mount_overlay uses it). Errors: kIo, kInternal.
+  static Result<std::unique_ptr<FuseMount>> mount(FuseOps op_table, FuseMountConfig config);
   // Stops serving and unmounts (lazily) if still mounted; joins the loop thread.
   ~FuseMount();
   FuseMount(const FuseMount&) = delete;
@@ -64,17 +63,12 @@ class FuseMount {
   // Detaches the mount (umount2 MNT_DETACH): the loop ends once the kernel lets go.
   void stop();
   const std::string& mountpoint() const { return config_.mountpoint; }
-
-  // Used by the op table (fuse_adapter.cpp); not for callers.
-  Filesystem& filesystem() { return fs_; }
   const FuseMountConfig& config() const { return config_; }
-  EntryId to_id(uint64_t ino) const;
-  uint64_t to_ino(EntryId id) const;
 
  private:
-  FuseMount(Filesystem& fs, FuseMountConfig config) : fs_(fs), config_(std::move(config)) {}
+  FuseMount(FuseOps op_table, FuseMountConfig config) : ops_(std::move(op_table)), config_(std::move(config)) {}
 
-  Filesystem& fs_;
+  FuseOps ops_;
   FuseMountConfig config_;
   fuse_session* session_ = nullptr;
   std::atomic<bool> finished_{false};

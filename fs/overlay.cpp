@@ -16,15 +16,17 @@
 #include <set>
 
 #include "common/posix_files.h"
+#include "fs/attr_stat.h"
 #include "fs/overlay_internal.h"
 
 namespace lazycache::fs {
 using namespace overlay_detail;
 
-Overlay::Overlay(Filesystem& lower, EntryId root, OverlayConfig config) : lower_(lower), root_(root), config_(std::move(config)) {
+Overlay::Overlay(Filesystem& lower, EntryId root, OverlayConfig config)
+    : lower_(lower), root_(root), inodes_(root, lower.index().entry_count()), config_(std::move(config)) {
   upper_ = config_.state_dir + "/upper";
   work_ = config_.state_dir + "/work";
-  next_ino_ = static_cast<uint64_t>(lower_.index().entry_count()) + 2;
+  next_ino_ = inodes_.first_free();
   Node& r = nodes_[kRootIno];
   r.nlookup = 1;
   r.lower = root_;
@@ -66,7 +68,7 @@ uint64_t Overlay::copy_ups() const {
   return copy_ups_;
 }
 
-uint64_t Overlay::lower_ino(EntryId id) const { return id == root_ ? kRootIno : static_cast<uint64_t>(lower_.canonical(id)) + 2; }
+uint64_t Overlay::lower_ino(EntryId id) const { return inodes_.inode(lower_.canonical(id)); }
 
 Result<Overlay::Node*> Overlay::node(uint64_t ino) {
   auto it = nodes_.find(ino);
@@ -158,11 +160,7 @@ void Overlay::forget_upper_inode(const struct stat& st) {
 
 Result<struct stat> Overlay::lower_stat(EntryId id, uint64_t ino) const {
   LC_ASSIGN_OR_RETURN(Attr a, lower_.getattr(id));
-  struct stat st;
-  std::memset(&st, 0, sizeof(st));
-  st.st_ino = ino;
-  st.st_mode = a.mode;
-  st.st_nlink = a.nlink;
+  struct stat st = to_stat(a, ino);
   if (a.nlink > 1 && may_have_whiteouts_) {
     // A name of the group unlinked (whited out) leaves the others with one link fewer, as on
     // disk. Hardlinked files are rare: the scan of the index is paid for them only.
@@ -170,14 +168,6 @@ Result<struct stat> Overlay::lower_stat(EntryId id, uint64_t ino) const {
     st.st_nlink = static_cast<nlink_t>(
         std::count_if(paths.begin(), paths.end(), [&](const std::string& p) { return archive_path_visible(p); }));
   }
-  st.st_uid = a.uid;
-  st.st_gid = a.gid;
-  st.st_size = static_cast<off_t>(a.size);
-  st.st_blksize = 4096;
-  st.st_blocks = static_cast<blkcnt_t>((a.size + 511) / 512);
-  st.st_mtim = to_timespec(a.mtime_ns);
-  st.st_atim = st.st_mtim;
-  st.st_ctim = st.st_mtim;
   return st;
 }
 

@@ -12,9 +12,10 @@
 // Names starting with ".wh." are therefore reserved: creating one through the overlay is EPERM
 // (the names are in fs/overlay_layout.h).
 //
-// Identity: inode numbers are what the FUSE adapter hands the kernel. The mount root is 1, an
-// archive entry N is N + 2 (hardlinks: the group's canonical id), and it keeps that number when
-// it is copied up; new files get numbers above every archive id. Upper files are matched back to
+// Identity: inode numbers are what the FUSE glue hands the kernel. Archive entries are numbered
+// by fs/inode_numbers.h, as in a read-only mount (the mount root is 1, an archive entry N is
+// N + 2; hardlinks: the group's canonical id), and keep that number when copied up; new files
+// get numbers from InodeNumbers::first_free() on. Upper files are matched back to
 // their number by (upper inode number), kept in a map only for upper entries, so a hardlink made
 // in the upper layer shares its number. The node table holds only what the kernel looks up
 // (parent, name) pairs and lookup counts, never a descriptor: only open files hold one.
@@ -64,6 +65,7 @@
 #include <vector>
 
 #include "fs/filesystem.h"
+#include "fs/inode_numbers.h"
 
 namespace lazycache::fs {
 
@@ -101,7 +103,7 @@ struct SetAttr {
 
 class Overlay {
  public:
-  static constexpr uint64_t kRootIno = 1;
+  static constexpr uint64_t kRootIno = InodeNumbers::kRootInode;
 
   // Serves directory `root` of `lower`. Errors: kIo (cannot create state_dir/upper or work),
   // kInvalidArgument (root is not a directory).
@@ -260,6 +262,7 @@ class Overlay {
 
   Filesystem& lower_;
   const EntryId root_;
+  const InodeNumbers inodes_;  // archive entries' numbers (fs/inode_numbers.h)
   OverlayConfig config_;
   std::string upper_, work_;
 

@@ -11,15 +11,20 @@
 #include <vector>
 
 #include "fs/errno_map.h"
-#include "fs/fuse_adapter.h"
 #include "fs/fuse_reply.h"
 #include "fs/overlay.h"
 
 namespace lazycache::fs {
 namespace {
 
-FuseMount& mount_of(fuse_req_t req) { return *static_cast<FuseMount*>(fuse_req_userdata(req)); }
-Overlay& overlay_of(fuse_req_t req) { return *mount_of(req).config().overlay; }
+// The writable table's userdata.
+struct OverlayMount {
+  Overlay& overlay;
+  const FuseMountConfig config;
+};
+
+OverlayMount& mount_of(fuse_req_t req) { return *static_cast<OverlayMount*>(fuse_req_userdata(req)); }
+Overlay& overlay_of(fuse_req_t req) { return mount_of(req).overlay; }
 
 using fuse_reply::guarded;
 using fuse_reply::reply_error;
@@ -36,8 +41,8 @@ fuse_entry_param entry_param(fuse_req_t req, const OverlayEntry& e) {
   p.ino = e.ino;
   p.generation = 1;
   p.attr = e.st;
-  p.attr_timeout = mount_of(req).config().timeout_seconds;
-  p.entry_timeout = mount_of(req).config().timeout_seconds;
+  p.attr_timeout = mount_of(req).config.timeout_seconds;
+  p.entry_timeout = mount_of(req).config.timeout_seconds;
   return p;
 }
 
@@ -48,9 +53,9 @@ void reply_entry(fuse_req_t req, const Result<OverlayEntry>& e) {
 }
 
 void op_init(void* userdata, fuse_conn_info* conn) {
-  auto* m = static_cast<FuseMount*>(userdata);
-  conn->max_background = m->config().max_background;
-  conn->congestion_threshold = m->config().max_background * 3 / 4;
+  auto* m = static_cast<OverlayMount*>(userdata);
+  conn->max_background = m->config.max_background;
+  conn->congestion_threshold = m->config.max_background * 3 / 4;
   // Always readdirplus: `find`, `ls -l` and the save's scan then need no lookup round trip per
   // name (a writable mount's find over a node_modules took twice as long without it).
   conn->want &= ~FUSE_CAP_READDIRPLUS_AUTO;
@@ -85,7 +90,7 @@ void op_getattr(fuse_req_t req, fuse_ino_t ino, fuse_file_info*) {
   guarded(req, [&] {
     auto st = overlay_of(req).getattr(ino);
     if (!st.ok()) return reply_error(req, st.error());
-    fuse_reply_attr(req, &*st, mount_of(req).config().timeout_seconds);
+    fuse_reply_attr(req, &*st, mount_of(req).config.timeout_seconds);
   });
 }
 
@@ -104,7 +109,7 @@ void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set, f
     if (fi != nullptr) handle = fi->fh;
     auto st = overlay_of(req).setattr(ino, a, handle);
     if (!st.ok()) return reply_error(req, st.error());
-    fuse_reply_attr(req, &*st, mount_of(req).config().timeout_seconds);
+    fuse_reply_attr(req, &*st, mount_of(req).config.timeout_seconds);
   });
 }
 
@@ -310,8 +315,6 @@ void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char* name) {
   guarded(req, [&] { reply_status(req, overlay_of(req).removexattr(ino, name)); });
 }
 
-}  // namespace
-
 const fuse_lowlevel_ops* overlay_ops() {
   static const fuse_lowlevel_ops table = [] {
     fuse_lowlevel_ops o;
@@ -351,6 +354,13 @@ const fuse_lowlevel_ops* overlay_ops() {
     return o;
   }();
   return &table;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<FuseMount>> mount_overlay(Overlay& overlay, FuseMountConfig config) {
+  auto userdata = std::make_shared<OverlayMount>(OverlayMount{overlay, config});
+  return FuseMount::mount(FuseOps{overlay_ops(), std::move(userdata), /*writable=*/true}, std::move(config));
 }
 
 }  // namespace lazycache::fs

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
-// File: fs/overlay_fuse.h -- the libfuse low-level op table of a writable mount: every request
-// goes to the mount's fs::Overlay (fs/overlay.h); FuseMount (fs/fuse_adapter.h) uses this table
-// instead of the read-only one when FuseMountConfig::overlay is set. Errors reach the kernel
-// through fs/errno_map.h, as in the read-only table.
+// File: fs/overlay_fuse.h -- the writable mount: the libfuse low-level op table whose every
+// request goes to one fs::Overlay (fs/overlay.h), served by a FuseMount session
+// (fs/fuse_adapter.h). Part of the FUSE glue (lc_fs_fuse). Errors reach the kernel through
+// fs/errno_map.h, as in the read-only table. The table's userdata holds the Overlay and the
+// config; it knows nothing of the read-only table. Inode numbers are the Overlay's, which keeps
+// the read-only table's rule for archive entries (fs/inode_numbers.h).
 //
 // Caching: entry and attribute timeouts stay long, since every change passes through this
 // kernel mount and the kernel updates its own caches for them; readdir results are not cached
@@ -10,11 +12,18 @@
 // page cache across opens; upper files do not.
 #pragma once
 
-struct fuse_lowlevel_ops;
+#include <memory>
+
+#include "fs/fuse_adapter.h"
+#include "fs/mount_config.h"
 
 namespace lazycache::fs {
 
-// The op table; its userdata must be the FuseMount whose config().overlay is non-null.
-const fuse_lowlevel_ops* overlay_ops();
+class Overlay;
+
+// Mounts `overlay` writable at `config.mountpoint` (config.root is the overlay's own root, for
+// the caller's records) and returns without serving yet. `overlay` must outlive the mount.
+// Errors: kIo (the mount call failed; message names the mount point), kInternal.
+Result<std::unique_ptr<FuseMount>> mount_overlay(Overlay& overlay, FuseMountConfig config);
 
 }  // namespace lazycache::fs

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // File: fs/overlay_internal.h -- what the overlay's source files share and nobody else uses:
-// error helpers, path joins, times, and the open-file handle. Include only from fs/overlay*.cpp.
+// error helpers, path joins, entry types, and the open-file handle. Include only from fs/overlay*.cpp.
 #pragma once
 
 #include <fcntl.h>
@@ -13,6 +13,7 @@
 #include <string>
 #include <string_view>
 
+#include "fs/attr_stat.h"  // to_timespec
 #include "fs/overlay.h"
 #include "fs/overlay_layout.h"
 
@@ -30,15 +31,6 @@ inline std::string join(const std::string& dir, std::string_view name) {
 inline std::string parent_of(const std::string& rel) {
   auto slash = rel.rfind('/');
   return slash == std::string::npos ? std::string() : rel.substr(0, slash);
-}
-
-inline timespec to_timespec(int64_t ns) {
-  timespec t{ns / 1000000000, ns % 1000000000};
-  if (t.tv_nsec < 0) {
-    t.tv_nsec += 1000000000;
-    t.tv_sec -= 1;
-  }
-  return t;
 }
 
 inline uint32_t type_of(format::EntryType t) {

@@ -19,6 +19,7 @@
 #include "fs/fuse_adapter.h"
 #include "fs/local_files.h"
 #include "fs/overlay.h"
+#include "fs/overlay_fuse.h"
 #include "tools/argv_redaction.h"
 #include "tools/command.h"
 #include "tools/fuse_probe.h"
@@ -267,7 +268,6 @@ int run_mount(ArgParser& args) {
       auto overlay = fs::Overlay::open(filesystem, pl.root, fs::OverlayConfig{state_dir});
       if (!overlay.ok()) return fail(overlay.error().with_context("upper directory " + state_dir));
       overlays.push_back(std::move(overlay).value());
-      mc.overlay = overlays.back().get();
     }
     if (record) {
       SaveRecord r = *record;
@@ -280,7 +280,7 @@ int run_mount(ArgParser& args) {
       Status recorded = write_save_record(r);
       if (!recorded.ok()) return fail(recorded.with_context("recording the key for unmount --save"));
     }
-    auto m = fs::FuseMount::mount(filesystem, mc);
+    auto m = state_dir.empty() ? fs::FuseMount::mount(filesystem, mc) : fs::mount_overlay(*overlays.back(), mc);
     if (!m.ok()) return fail(m.error());  // mounts made so far are detached by their destructors
     daemon->note_mounted(pl.path);
     (*m)->start();

@@ -15,8 +15,8 @@
 
 #include "format/archive_test_util.h"
 #include "fs/fs_test_util.h"
-#include "fs/fuse_adapter.h"
 #include "fs/overlay.h"
+#include "fs/overlay_fuse.h"
 
 namespace lazycache::testing {
 
@@ -64,8 +64,7 @@ struct MountedOverlay {
     fs::FuseMountConfig mc;
     mc.mountpoint = mnt;
     mc.root = *root;
-    mc.overlay = overlay.get();
-    auto m = fs::FuseMount::mount(*lower, mc);
+    auto m = fs::mount_overlay(*overlay, mc);
     INFO((m.ok() ? std::string() : m.error().to_string()));
     REQUIRE(m.ok());
     mount = std::move(m).value();
