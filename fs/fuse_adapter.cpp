@@ -275,7 +275,9 @@ Result<std::unique_ptr<FuseMount>> FuseMount::mount(Filesystem& fs, FuseMountCon
     return Status(ErrorCode::kInvalidArgument, "mount root is not a directory of the archive");
   }
   auto userdata = std::make_shared<ReadOnlyMount>(fs, config);
-  return mount(FuseOps{ops(), std::move(userdata), /*writable=*/false}, std::move(config));
+  auto m = mount(FuseOps{ops(), std::move(userdata), /*writable=*/false}, std::move(config));
+  if (m.ok()) (*m)->handoff_fs_ = &fs;
+  return m;
 }
 
 Result<std::unique_ptr<FuseMount>> FuseMount::mount(FuseOps op_table, FuseMountConfig config) {
@@ -301,11 +303,15 @@ void FuseMount::start() {
   // Page-cache hand-off (Filesystem::add_page_cache_sink). Read-only mounts only: a writable
   // mount's inodes are the overlay's, and a copied-up file's pages must come from the upper file.
   // Before the kernel's INIT, notify_store fails (ENOSYS) and the file is simply not taken.
-  if (config_.overlay == nullptr) {
-    fs_.add_page_cache_sink(this, [this](EntryId id, std::span<const char> content) {
-      fuse_bufvec buf = FUSE_BUFVEC_INIT(content.size());
+  if (handoff_fs_ != nullptr) {
+    const InodeNumbers inodes(config_.root, handoff_fs_->index().entry_count());
+    handoff_fs_->add_page_cache_sink(this, [this, inodes](EntryId id, std::span<const char> content) {
+      fuse_bufvec buf{};  // what FUSE_BUFVEC_INIT makes (a C compound literal): one memory buffer
+      buf.count = 1;
+      buf.buf[0].size = content.size();
       buf.buf[0].mem = const_cast<char*>(content.data());
-      return fuse_lowlevel_notify_store(session_, to_ino(id), 0, &buf, static_cast<fuse_buf_copy_flags>(0)) == 0;
+      buf.buf[0].fd = -1;
+      return fuse_lowlevel_notify_store(session_, inodes.inode(id), 0, &buf, static_cast<fuse_buf_copy_flags>(0)) == 0;
     });
   }
   loop_ = std::jthread([this] {
@@ -325,7 +331,7 @@ void FuseMount::stop() {
   if (unmounted_.exchange(true)) return;
   // While the loop still serves: a hand-off waiting on a page the kernel locked for a read ends
   // when that read is answered.
-  fs_.remove_page_cache_sink(this);
+  if (handoff_fs_ != nullptr) handoff_fs_->remove_page_cache_sink(this);
   fuse_session_exit(session_);
   // A detach wakes every handler blocked reading /dev/fuse (ENODEV) so the loop can end.
   if (::umount2(config_.mountpoint.c_str(), MNT_DETACH) != 0 && errno != EINVAL && errno != ENOENT) {
@@ -335,7 +341,7 @@ void FuseMount::stop() {
 
 FuseMount::~FuseMount() {
   if (session_ == nullptr) return;
-  fs_.remove_page_cache_sink(this);  // never a notification on a destroyed session
+  if (handoff_fs_ != nullptr) handoff_fs_->remove_page_cache_sink(this);  // never a notification on a destroyed session
   if (loop_.joinable()) {
     if (!finished_) stop();
     loop_.join();

@@ -70,6 +70,8 @@ class FuseMount {
 
   FuseOps ops_;
   FuseMountConfig config_;
+  // A read-only mount's Filesystem, for the page-cache hand-off (start()); null for other tables.
+  Filesystem* handoff_fs_ = nullptr;
   fuse_session* session_ = nullptr;
   std::atomic<bool> finished_{false};
   std::atomic<bool> unmounted_{false};

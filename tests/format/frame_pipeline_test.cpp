@@ -157,9 +157,12 @@ TEST_CASE("decoded frames come in recycled buffers: a consumer that drops each f
     REQUIRE(want.ok());
     REQUIRE(**frame == *want);
   }
-  // Alive at once: the frames being decoded or waiting in the window, and the one just taken.
-  CHECK(pipe.frame_buffers_allocated() <= FramePipeline::kDecodeAheadPerDecoder * decoders + 1);
-  CHECK(pipe.frame_buffers_reused() >= n - (FramePipeline::kDecodeAheadPerDecoder * decoders + 1));
+  // Alive at once: the frames being decoded or waiting in the window, the one just taken, and
+  // (a race, seen under CI-like load) the one before it while it is on its way back to the pool
+  // as a decoder asks for a buffer.
+  const size_t window = FramePipeline::kDecodeAheadPerDecoder * decoders + 2;
+  CHECK(pipe.frame_buffers_allocated() <= window);
+  CHECK(pipe.frame_buffers_reused() >= n - window);
 }
 
 // ---- decode_frame_checked_into: the seek-table checksum, by zstd's own or by a pass of XXH64 ----
