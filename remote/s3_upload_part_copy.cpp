@@ -165,8 +165,11 @@ Result<std::string> S3ObjectStore::copy_part_request(const std::string& key, con
     return etag;
   };
   if (source.if_match.empty()) return copy(false);
-  auto copied = copy(!copy_if_match_broken_.load());
-  if (!copied.ok() && copied.error().code() == ErrorCode::kPreconditionFailed && !copy_if_match_broken_.load()) {
+  // Whether this copy sent the condition is captured once: copies run in parallel, and another
+  // may mark the server broken between this one's 412 and its check below.
+  const bool conditional = !copy_if_match_broken_.load();
+  auto copied = copy(conditional);
+  if (!copied.ok() && copied.error().code() == ErrorCode::kPreconditionFailed && conditional) {
     // Swift's s3api compares x-amz-copy-source-if-match with its own ETag of a multipart
     // object, not the S3 one it reports: 412 for an object that did not change. Told apart by a
     // HEAD; such a server is remembered and pinned by check_copy_source() alone.
