@@ -22,8 +22,10 @@ build: deps
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLC_WERROR=ON -DLC_BUILD_TESTS=OFF $(CMAKE_ARGS) >/dev/null
 	cmake --build $(BUILD) -j $(JOBS)
 
+# -g1 (line tables only): sanitizer reports still name file and line, and the build that CI does
+# from nothing costs about a quarter less compiler time than with -g (measured on 8 sample files).
 test: deps
-	cmake -S . -B $(TEST_BUILD) -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS="-O1" \
+	cmake -S . -B $(TEST_BUILD) -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS="-O1" -DCMAKE_CXX_FLAGS_DEBUG="-g1" \
 	  -DLC_SANITIZE=address,undefined -DLC_WERROR=ON $(CMAKE_ARGS) >/dev/null
 	cmake --build $(TEST_BUILD) -j $(JOBS)
 	cd $(TEST_BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 900 -LE slow
