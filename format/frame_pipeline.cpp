@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <memory>
 
+#include "format/frame_source.h"
+
 namespace lazycache::format {
 
 uint64_t max_frame_bytes(const Index& index) {
@@ -128,15 +130,12 @@ void FramePipeline::fetch_loop() {
       covered = std::min<uint64_t>(part.length, head_->length() - part.offset);
       if (Status s = head_->copy(part.offset, out.first(covered)); !s.ok()) return fail(s);
     }
-    Result<size_t> got = size_t{0};
-    if (covered < part.length) got = reader_.source().read_at(part.offset + covered, out.subspan(covered));
-    if (!got.ok())
-      return fail(got.error().with_context("reading frames " + std::to_string(frames_[part.first]) + "-" +
-                                           std::to_string(frames_[part.end - 1]) + " of " + reader_.source().describe()));
-    if (*got != part.length - covered)
-      return fail(Status(ErrorCode::kCorrupt, reader_.source().describe() + ": frames " + std::to_string(frames_[part.first]) + "-" +
-                                                  std::to_string(frames_[part.end - 1]) +
-                                                  " truncated (archive shorter than its seek table says)"));
+    // Read and checked by the one frame source (format/frame_source.h); extract has no cache.
+    const FrameSource source(reader_.source(), reader_.index().frames(), no_frame_cache());
+    const RangeRead got = source.read_run(frames_[part.first], frames_[part.end - 1], out, covered);
+    if (!got.status.ok()) return fail(got.status);
+    for (const Status& s : got.frames)
+      if (!s.ok()) return fail(s);
     compressed_read_ += part.length;
     std::lock_guard lock(mu_);
     uint64_t at = 0;

@@ -60,6 +60,7 @@
 
 #include "common/status.h"
 #include "format/archive.h"
+#include "format/frame_source.h"
 #include "fs/cache_write_backoff.h"
 
 struct MDB_env;
@@ -101,7 +102,8 @@ struct ChunkCacheGcReport {
   uint64_t bytes_freed = 0;
 };
 
-class ChunkCache {
+// The persistent format::FrameDataCache of a mount (format/frame_source.h reads through it).
+class ChunkCache final : public format::FrameDataCache {
  public:
   // Opens (creating if needed) the cache in config.dir, clears reader slots left by dead
   // processes. A second open of the same directory in this process returns the same instance
@@ -111,7 +113,7 @@ class ChunkCache {
   // as root, else $XDG_CACHE_HOME/lazycache/chunks or ~/.cache/lazycache/chunks.
   static std::string default_dir();
 
-  ~ChunkCache();
+  ~ChunkCache() override;
   ChunkCache(const ChunkCache&) = delete;
   ChunkCache& operator=(const ChunkCache&) = delete;
 
@@ -119,7 +121,7 @@ class ChunkCache {
   // row's blob is gone); a blob that is short or fails verification is removed and reported as
   // kCorrupt, naming the file and the damage (both counted in corrupt_removed()). Either way the
   // caller refetches. Records the hit for LRU.
-  Result<std::string> get(const Digest128& digest);
+  Result<std::string> get(const Digest128& digest) override;
   bool contains(const Digest128& digest);
   // Stores `bytes` under `digest` (the caller has verified that they hash to it), then evicts the
   // least recently used chunks until the total is within max_bytes (and the free-space floor
@@ -127,7 +129,7 @@ class ChunkCache {
   // writes paused after a failure: nothing was written), kIo, kPermissionDenied, kInternal
   // (LMDB). The cache warns once per episode of failing writes (config.warn), so callers need
   // not log each failure.
-  Status put(const Digest128& digest, std::span<const std::byte> bytes);
+  Status put(const Digest128& digest, std::span<const std::byte> bytes) override;
   // Writes batched LRU updates. Called by put() and the destructor; call before reporting.
   Status flush();
 

@@ -7,9 +7,14 @@
 #include <iostream>
 
 #include "format/frame_codec.h"
+#include "format/frame_source.h"
 #include "format/hashing.h"
 
 namespace lazycache::fs {
+
+namespace {
+format::FrameDataCache& cache_or_none(const std::shared_ptr<ChunkCache>& cache) { return cache ? *cache : format::no_frame_cache(); }
+}  // namespace
 
 FrameFetcher::FrameFetcher(const format::ArchiveReader& reader, std::shared_ptr<ChunkCache> chunk_cache, FrameCache& memory,
                            MemoryBudget& budget, FetcherConfig config)
@@ -379,26 +384,23 @@ Result<FetchedFrame> FrameFetcher::spill_frame(uint32_t frame, bool use_cache, s
   const format::FrameInfo& info = frames_[frame];
   LC_ASSIGN_OR_RETURN(std::shared_ptr<SpilledFrame> file, SpilledFrame::create(spill_.dir()));
   format::FrameDecoder decoder(info, frame, [&file](std::span<const std::byte> bytes) { return file->append(bytes); });
-  const ByteSource& source = reader_.source();
+  const format::FrameSource source(reader_.source(), frames_, cache_or_none(chunk_cache_),
+                                   [this](uint32_t f, const Status& why) { note_bad_cached_copy(f, why); });
   auto read_piece = [&](uint64_t offset, std::string& buf) -> Status {
-    auto n = source.read_at(offset, std::as_writable_bytes(std::span(buf.data(), buf.size())));
+    const format::RangeRead got = source.read_range(offset, std::as_writable_bytes(std::span(buf.data(), buf.size())),
+                                                    "frame " + std::to_string(frame));
     counters_.store_range_reads.fetch_add(1, std::memory_order_relaxed);
-    if (!n.ok()) return n.error();
-    counters_.store_bytes.fetch_add(*n, std::memory_order_relaxed);
-    if (*n != buf.size())
-      return Status(ErrorCode::kCorrupt, "short read: " + std::to_string(*n) + " of " + std::to_string(buf.size()) + " bytes");
-    return Status();
+    counters_.store_bytes.fetch_add(got.bytes_read, std::memory_order_relaxed);
+    return got.status;
   };
   if (info.compressed_size <= config_.spill_over_bytes) {
     std::string compressed;
     bool from_cache = false;
     if (use_cache) {
-      auto cached = chunk_cache_->get(info.digest);
+      auto cached = source.cached(frame);  // a bad copy is noted (note_bad_cached_copy) and a miss
       if (cached.ok()) {
         compressed = std::move(cached).value();
         from_cache = true;
-      } else if (cached.error().code() != ErrorCode::kNotFound) {
-        note_bad_cached_copy(frame, cached.error());
       }
     }
     if (!from_cache) {
@@ -468,6 +470,8 @@ void FrameFetcher::process_run(const std::vector<uint32_t>& run, const std::vect
     return;
   }
 
+  const format::FrameSource source(reader_.source(), frames_, cache_or_none(chunk_cache_),
+                                   [this](uint32_t f, const Status& why) { note_bad_cached_copy(f, why); });
   std::vector<uint32_t> missing;
   for (uint32_t f : run) {
     // A fill frame already cached, that nobody waits for: nothing to read, nothing to decode.
@@ -476,7 +480,7 @@ void FrameFetcher::process_run(const std::vector<uint32_t>& run, const std::vect
       continue;
     }
     if (chunk_cache_ != nullptr) {
-      auto cached = chunk_cache_->get(frames_[f].digest);
+      auto cached = source.cached(f);  // a bad copy is noted (note_bad_cached_copy) and a miss
       if (cached.ok()) {
         auto decoded = buffers_.decode(frames_[f], f, std::as_bytes(std::span(cached->data(), cached->size())));
         counters_.frames_decoded.fetch_add(1, std::memory_order_relaxed);
@@ -485,43 +489,31 @@ void FrameFetcher::process_run(const std::vector<uint32_t>& run, const std::vect
           complete(f, seq_of[f], FetchedFrame{std::move(decoded).value(), nullptr});
           continue;
         }
-        cached = decoded.error();
+        note_bad_cached_copy(f, decoded.error());
       }
-      if (cached.error().code() != ErrorCode::kNotFound) note_bad_cached_copy(f, cached.error());
     }
     missing.push_back(f);
   }
 
-  const ByteSource& source = reader_.source();
-  size_t i = 0;
-  while (i < missing.size()) {
+  for (const std::pair<size_t, size_t>& positions : format::contiguous_runs(frames_, missing)) {
     // A contiguous run of frames in the archive object: one range read.
-    size_t j = i + 1;
-    while (j < missing.size() && missing[j] == missing[j - 1] + 1 &&
-           frames_[missing[j]].compressed_offset == frames_[missing[j - 1]].compressed_offset + frames_[missing[j - 1]].compressed_size) {
-      ++j;
-    }
-    const uint64_t offset = frames_[missing[i]].compressed_offset;
-    const uint64_t length = frames_[missing[j - 1]].compressed_offset + frames_[missing[j - 1]].compressed_size - offset;
-    std::string buf(length, '\0');
+    const size_t first = positions.first, end = positions.second;
+    const uint64_t offset = frames_[missing[first]].compressed_offset;
+    std::string buf(source.span_bytes(missing[first], missing[end - 1]), '\0');
     std::vector<uint32_t> to_cache;
-    auto n = source.read_at(offset, std::as_writable_bytes(std::span(buf.data(), buf.size())));
+    const format::RangeRead got = source.read_run(missing[first], missing[end - 1],
+                                                  std::as_writable_bytes(std::span(buf.data(), buf.size())));
     counters_.store_range_reads.fetch_add(1, std::memory_order_relaxed);
-    Status failed;
-    if (!n.ok()) {
-      failed = n.error();
-    } else {
-      counters_.store_bytes.fetch_add(*n, std::memory_order_relaxed);
-      if (background) counters_.fill_bytes.fetch_add(*n, std::memory_order_relaxed);
-      if (*n != length)
-        failed = Status(ErrorCode::kCorrupt, "short read: " + std::to_string(*n) + " of " + std::to_string(length) + " bytes");
-    }
+    counters_.store_bytes.fetch_add(got.bytes_read, std::memory_order_relaxed);
+    if (background) counters_.fill_bytes.fetch_add(got.bytes_read, std::memory_order_relaxed);
+    const Status& failed = got.status;
     auto bytes_of = [&](uint32_t f) {
       return std::as_bytes(std::span(buf.data() + (frames_[f].compressed_offset - offset), frames_[f].compressed_size));
     };
     auto deliver = [&](uint32_t f) {
-      Result<FetchedFrame> out = failed;
-      if (failed.ok()) {
+      const Status& checked = got.frames[f - missing[first]];  // the read's failure, or the frame's check
+      Result<FetchedFrame> out = checked;
+      if (checked.ok()) {
         auto decoded = buffers_.decode(frames_[f], f, bytes_of(f));
         counters_.frames_decoded.fetch_add(1, std::memory_order_relaxed);
         if (decoded.ok()) {
@@ -538,7 +530,7 @@ void FrameFetcher::process_run(const std::vector<uint32_t>& run, const std::vect
     // Fill frames nobody waits for are stored after the run's wanted frames are delivered: a
     // reader waiting on a frame late in a fill run does not wait for the blob writes before it.
     std::vector<uint32_t> fill_only;
-    for (size_t k = i; k < j; ++k) {
+    for (size_t k = first; k < end; ++k) {
       const uint32_t f = missing[k];
       if (store_only && failed.ok() && !keep_if_room(f, seq_of[f]) && want(f, seq_of[f], false) != Want::kWanted) {
         fill_only.push_back(f);
@@ -556,7 +548,6 @@ void FrameFetcher::process_run(const std::vector<uint32_t>& run, const std::vect
       // a line per frame), and then paused: the frame was served all the same.
       ignore_error(chunk_cache_->put(frames_[f].digest, bytes_of(f)), "the chunk cache warns once and backs off");
     }
-    i = j;
   }
   release_charge(charge, kind);
 }

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "format/archive.h"
+#include "format/frame_source.h"
 #include "format/pack_order.h"
 #include "fs/chunk_cache.h"
 #include "fs/overlay_changes.h"
@@ -146,34 +147,16 @@ Result<IncrementalSaveCounts> save_incremental(const std::vector<SaveRecord>& re
   format::IncrementalBase base;
   base.index = index;
   // Frames in the chunk cache are taken from there; the rest of the run is read from the store
-  // in one read_ranges call, which merges adjacent frames and runs the GETs concurrently.
-  // Called from one helper thread only (format/incremental_writer.h).
+  // in one read_ranges call, which merges adjacent frames and runs the GETs concurrently
+  // (format/frame_source.h). Called from one helper thread only (format/incremental_writer.h).
   base.fetch_frames = [&](uint32_t first, uint32_t last) -> Result<std::string> {
     if (!opened_cache) opened_cache = existing_chunk_cache(records.front().cache_dir);
-    const std::shared_ptr<fs::ChunkCache>& cache = *opened_cache;
-    const auto frames = index->frames();
-    const uint64_t begin = frames[first].compressed_offset;
-    std::string out(frames[last].compressed_offset + frames[last].compressed_size - begin, '\0');
-    std::vector<ReadRequest> misses;
-    for (uint32_t f = first; f <= last; ++f) {
-      char* dst = out.data() + (frames[f].compressed_offset - begin);
-      if (cache) {
-        auto hit = cache->get(frames[f].digest);
-        if (hit.ok() && hit->size() == frames[f].compressed_size) {
-          std::copy(hit->begin(), hit->end(), dst);
-          ++from_cache;
-          continue;
-        }
-      }
-      ++from_store;
-      auto span = std::as_writable_bytes(std::span<char>(dst, frames[f].compressed_size));
-      if (!misses.empty() && misses.back().offset + misses.back().out.size() == frames[f].compressed_offset)
-        misses.back().out = std::span<std::byte>(misses.back().out.data(), misses.back().out.size() + span.size());
-      else misses.push_back(ReadRequest{frames[f].compressed_offset, span, 0});
-    }
-    if (!misses.empty()) LC_RETURN_IF_ERROR(source->read_ranges(misses).with_context("reading base frames from " + source->describe()));
-    for (const auto& m : misses)
-      if (m.bytes_read != m.out.size()) return Status(ErrorCode::kUnavailable, "short read of base frames from " + source->describe());
+    format::FrameDataCache& cache = *opened_cache ? static_cast<format::FrameDataCache&>(**opened_cache) : format::no_frame_cache();
+    const format::FrameSource frames(*source, index->frames(), cache);
+    std::string out(frames.span_bytes(first, last), '\0');
+    LC_ASSIGN_OR_RETURN(format::FetchCounts got, frames.fetch(first, last, std::as_writable_bytes(std::span<char>(out))));
+    from_cache += got.from_cache;
+    from_store += got.from_source;
     return out;
   };
 
