@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "format/buffer_pool.h"
 
+#include <algorithm>
+
 namespace lazycache::format {
 
 std::shared_ptr<BufferPool> BufferPool::create(uint64_t max_free_bytes) {
@@ -23,6 +25,7 @@ std::shared_ptr<std::string> BufferPool::get(size_t size) {
     } else {
       ++allocated_;
     }
+    in_use_peak_ = std::max(in_use_peak_, ++in_use_);
   }
   if (!buf) buf = std::make_unique<std::string>();
   // Within the capacity: shrinking is free, growing zero-fills only past the earlier size (frames
@@ -35,6 +38,7 @@ std::shared_ptr<std::string> BufferPool::get(size_t size) {
 void BufferPool::put(std::string* raw) {
   std::unique_ptr<std::string> buf(raw);
   std::lock_guard lock(mu_);
+  --in_use_;
   if (free_bytes_ + buf->capacity() > max_free_bytes_) return;  // freed
   free_bytes_ += buf->capacity();
   free_.push_back(std::move(buf));
@@ -48,6 +52,11 @@ uint64_t BufferPool::allocated() const {
 uint64_t BufferPool::reused() const {
   std::lock_guard lock(mu_);
   return reused_;
+}
+
+uint64_t BufferPool::in_use_peak() const {
+  std::lock_guard lock(mu_);
+  return in_use_peak_;
 }
 
 }  // namespace lazycache::format

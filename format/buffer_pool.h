@@ -29,9 +29,12 @@ class BufferPool : public std::enable_shared_from_this<BufferPool> {
   // capacity is enough (no allocation, no zero-fill up to its earlier size).
   std::shared_ptr<std::string> get(size_t size);
 
-  // Figures for tests: buffers allocated fresh, and get() calls served from the free list.
+  // Figures for tests: buffers allocated fresh, get() calls served from the free list, and the
+  // most buffers handed out and not yet dropped at any one time. allocated() also counts buffers
+  // fresh only because every free one was too small, so a bound on buffers alive is in_use_peak().
   uint64_t allocated() const;
   uint64_t reused() const;
+  uint64_t in_use_peak() const;
 
  private:
   explicit BufferPool(uint64_t max_free_bytes) : max_free_bytes_(max_free_bytes) {}
@@ -42,6 +45,7 @@ class BufferPool : public std::enable_shared_from_this<BufferPool> {
   std::vector<std::unique_ptr<std::string>> free_;
   uint64_t free_bytes_ = 0;  // capacity of the buffers in free_
   uint64_t allocated_ = 0, reused_ = 0;
+  uint64_t in_use_ = 0, in_use_peak_ = 0;  // buffers out of get() whose last reference is alive
 };
 
 }  // namespace lazycache::format

@@ -105,9 +105,10 @@ class FramePipeline {
   void cancel();
   uint64_t compressed_read() const { return compressed_read_.load(); }
   size_t part_count() const { return parts_.size(); }
-  // Decoded-frame buffers allocated fresh, and reused; for tests.
+  // Decoded-frame buffers allocated fresh, reused, and the most alive at once; for tests.
   uint64_t frame_buffers_allocated() const { return frame_buffers_->allocated(); }
   uint64_t frame_buffers_reused() const { return frame_buffers_->reused(); }
+  uint64_t frame_buffers_peak() const { return frame_buffers_->in_use_peak(); }
 
  private:
   void fail(Status s);

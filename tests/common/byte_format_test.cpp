@@ -1,19 +1,28 @@
 // SPDX-License-Identifier: MIT
-// The one byte formatter (common/byte_format.h) that every layer prints sizes with.
+// The one byte formatter (common/byte_format.h) that every layer prints sizes with, against the
+// table the GitHub Action's formatBytes is tested with too (byte_format_cases.txt).
 #include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <fstream>
+#include <string>
 
 #include "common/byte_format.h"
 
 using lazycache::human_bytes;
 
-TEST_CASE("human_bytes: whole bytes below 1 KiB, then binary units with one decimal", "[unit]") {
-  CHECK(human_bytes(0) == "0 B");
-  CHECK(human_bytes(6) == "6 B");  // a tiny entry is not "0.0 MiB" (issue 18 item 11)
-  CHECK(human_bytes(1023) == "1023 B");
-  CHECK(human_bytes(1024) == "1.0 KiB");
-  CHECK(human_bytes(1536) == "1.5 KiB");
-  CHECK(human_bytes(24000000) == "22.9 MiB");  // what progress lines and restore summaries show
-  CHECK(human_bytes(10ull << 30) == "10.0 GiB");
-  CHECK(human_bytes(3ull << 40) == "3.0 TiB");
-  CHECK(human_bytes(5000ull << 40) == "5000.0 TiB");  // no unit past TiB
+TEST_CASE("human_bytes prints every row of the shared table (byte_format_cases.txt)", "[unit]") {
+  std::ifstream in(LC_BYTE_FORMAT_CASES);
+  REQUIRE(in.good());
+  int rows = 0;
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    const size_t tab = line.find('\t');
+    REQUIRE(tab != std::string::npos);
+    const uint64_t bytes = std::stoull(line.substr(0, tab));
+    INFO("row: " << line);
+    CHECK(human_bytes(bytes) == line.substr(tab + 1));
+    ++rows;
+  }
+  CHECK(rows >= 10);  // the table was read, not skipped
 }

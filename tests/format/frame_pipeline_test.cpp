@@ -132,7 +132,8 @@ TEST_CASE("BufferPool: a dropped buffer is handed out again, the free list is bo
     auto big1 = pool->get(2000), big2 = pool->get(2000);  // 2 x 2000 > 3000: one is freed on return
   }
   auto c = pool->get(2000), d = pool->get(2000);
-  CHECK(pool->allocated() == 4);  // b, big1, big2, and d (only one 2000-byte buffer was kept)
+  CHECK(pool->allocated() == 4);    // b, big1, big2, and d (only one 2000-byte buffer was kept)
+  CHECK(pool->in_use_peak() == 3);  // b, big1, big2 (then b, c, d)
 }
 
 TEST_CASE("decoded frames come in recycled buffers: a consumer that drops each frame uses a window of them", "[unit]") {
@@ -157,12 +158,16 @@ TEST_CASE("decoded frames come in recycled buffers: a consumer that drops each f
     REQUIRE(want.ok());
     REQUIRE(**frame == *want);
   }
-  // Alive at once: the frames being decoded or waiting in the window, the one just taken, and
-  // (a race, seen under CI-like load) the one before it while it is on its way back to the pool
-  // as a decoder asks for a buffer.
-  const size_t window = FramePipeline::kDecodeAheadPerDecoder * decoders + 2;
-  CHECK(pipe.frame_buffers_allocated() <= window);
-  CHECK(pipe.frame_buffers_reused() >= n - window);
+  // Alive at once: the frame the consumer holds (dropped before it takes the next) and the window
+  // ahead of it, decoded or being decoded. That is the bound on buffers alive, not on buffers
+  // allocated: frames differ in size (a frame ends at a member boundary past the target), and a
+  // buffer is fresh also when every free one is too small, which depends on the order decoders
+  // finish in (the old bound on allocated() failed under load, 6 > 5).
+  const size_t window = FramePipeline::kDecodeAheadPerDecoder * decoders + 1;
+  CHECK(pipe.frame_buffers_peak() <= window);
+  CHECK(pipe.frame_buffers_allocated() + pipe.frame_buffers_reused() == n);
+  // That buffers come back and are handed out again is the BufferPool test's (above): how many
+  // are reused here depends on the sizes of the frames that happen to be free.
 }
 
 // ---- decode_frame_checked_into: the seek-table checksum, by zstd's own or by a pass of XXH64 ----

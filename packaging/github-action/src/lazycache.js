@@ -179,13 +179,23 @@ function sumJsonFigures(text) {
   return totals;
 }
 
+// The CLI's rule (common/byte_format.h, human_bytes): whole bytes below 1 KiB, then binary units
+// with one decimal, the exact value rounded to nearest with ties to even as printf's "%.1f" does
+// (toFixed rounds ties up: 1280 B would be "1.3 KiB" here and "1.2 KiB" in the CLI's lines). Exact
+// integer arithmetic (BigInt), so no floating-point step can round differently. Both formatters
+// are tested against one table, tests/common/byte_format_cases.txt. '' for what is not a count.
 function formatBytes(n) {
-  if (!Number.isFinite(n)) return '';
+  if (!Number.isFinite(n) || n < 0) return '';
   const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
-  let v = n;
+  const bytes = BigInt(Math.floor(n));
+  let div = 1n;
   let u = 0;
-  while (v >= 1024 && u < units.length - 1) { v /= 1024; u++; }
-  return u === 0 ? `${n} B` : `${v.toFixed(1)} ${units[u]}`;
+  while (bytes >= div * 1024n && u < units.length - 1) { div *= 1024n; u++; }
+  if (u === 0) return `${bytes} B`;
+  let tenths = (bytes * 10n) / div;
+  const twice = ((bytes * 10n) % div) * 2n;
+  if (twice > div || (twice === div && tenths % 2n === 1n)) tenths += 1n;
+  return `${tenths / 10n}.${tenths % 10n} ${units[u]}`;
 }
 
 // Mount points (from /proc/self/mountinfo) whose filesystem type starts with "fuse": which of

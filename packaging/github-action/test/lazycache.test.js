@@ -18,10 +18,19 @@ test('sumJsonFigures adds the stats of unmount --json, one daemon once', () => {
   assert.deepStrictEqual(lc.sumJsonFigures(text), { archive_bytes: 300, store_bytes: 15, uptime_seconds: 3.5 });
 });
 
-test('formatBytes', () => {
-  assert.strictEqual(lc.formatBytes(512), '512 B');
-  assert.strictEqual(lc.formatBytes(1536), '1.5 KiB');
-  assert.strictEqual(lc.formatBytes(3 * 1024 * 1024 * 1024), '3.0 GiB');
+// The table the CLI's human_bytes is tested against too (tests/common/byte_format_test.cpp).
+test('formatBytes prints every row of the shared table as the CLI does', () => {
+  const table = path.join(__dirname, '..', '..', '..', 'tests', 'common', 'byte_format_cases.txt');
+  let rows = 0;
+  for (const line of fs.readFileSync(table, 'utf8').split('\n')) {
+    if (line === '' || line.startsWith('#')) continue;
+    const [bytes, text] = line.split('\t');
+    assert.strictEqual(lc.formatBytes(Number(bytes)), text, `row ${line}`);
+    rows++;
+  }
+  assert.ok(rows >= 10, 'the table was read');
+  assert.strictEqual(lc.formatBytes(NaN), '');
+  assert.strictEqual(lc.formatBytes(-1), '');
 });
 
 test('fuseMountPoints reads FUSE mounts from mountinfo, with octal escapes', () => {

@@ -34,8 +34,12 @@ const storeInputs = localStore ? { store: `file://${localStore}` }
   : { store: `s3://lazycache/action-e2e`, endpoint: s3.S3_ENDPOINT, region: s3.S3_REGION };
 // The same store as CLI options, for the checks that call lazycache directly.
 const storeArgs = ['--store', storeInputs.store, ...(localStore ? [] : ['--endpoint', s3.S3_ENDPOINT, '--region', s3.S3_REGION])];
+// The CLI's run directory (daemon states, save records) for this run only: a miss leaves its save
+// record (RUN_DIR/save-*.info) for a save that never comes in the path-identity scenario, and as
+// root the default, /run/lazycache, outlives the test. Removed with the workspace.
+const RUN_DIR = fs.mkdtempSync(path.join(require('os').tmpdir(), 'lc-e2e-run-'));
 const baseEnv = {
-  PATH: process.env.PATH, LAZYCACHE_BIN: path.resolve(lazycache), LAZYCACHE_CONFIG: '',
+  PATH: process.env.PATH, LAZYCACHE_BIN: path.resolve(lazycache), LAZYCACHE_CONFIG: '', LAZYCACHE_RUN_DIR: RUN_DIR,
   AWS_ACCESS_KEY_ID: s3.S3_ACCESS_KEY, AWS_SECRET_ACCESS_KEY: s3.S3_SECRET_KEY,
   LAZYCACHE_CACHE_DIR: '',  // set per runner below
 };
@@ -322,10 +326,11 @@ for (const [name, fn] of checks) {
 // Leave no mount behind, whatever failed.
 for (const r of envs) {
   const deps = path.join(r.workspace, 'deps');
-  if (lc.fuseMountPoints().has(deps)) spawnSync(lazycache, ['unmount', '--lazy', deps]);
+  if (lc.fuseMountPoints().has(deps)) spawnSync(lazycache, ['unmount', '--lazy', deps], { env: baseEnv });
   if (!failed) r.cleanup();
 }
 if (!failed && !lc.fuseMountPoints().has(path.join(WORKSPACE, 'deps'))) fs.rmSync(WORKSPACE, { recursive: true, force: true });
 if (localStore && !failed) fs.rmSync(localStore, { recursive: true, force: true });
+if (!failed) fs.rmSync(RUN_DIR, { recursive: true, force: true });
 console.log(`${checks.length - failed} passed, ${failed} failed`);
 process.exit(failed ? 1 : 0);
