@@ -30,6 +30,10 @@ check common 'format|remote|fs|tools' "common/ is the bottom layer"
 check format 'remote|fs|tools' "format/ depends only on common/"
 check remote 'format|fs|tools' "remote/ depends only on common/"
 check fs 'remote|tools' "fs/ builds on format/ and common/ only"
+# The POSIX file helpers are common/posix_files.h's; fs/local_files.h only keeps fs::make_dirs etc.
+# working inside fs/, so tools/ does not reach into fs/ for them (issue 19 item 5).
+hits=$(grep -rnE '#include "fs/local_files\.h"' tools 2>/dev/null)
+if [ -n "$hits" ]; then fail "tools/ takes the file helpers from common/posix_files.h, not fs/local_files.h" "$hits"; fi
 
 # The FUSE seam. The glue: the session and read-only table, the writable table, their shared
 # reply helpers. Everything else of fs/ is the core (lc_fs_core).

@@ -11,13 +11,13 @@
 #include <mutex>
 #include <thread>
 
+#include "common/posix_files.h"
 #include "format/archive.h"
 #include "format/quote.h"
 #include "format/root_placement.h"
 #include "fs/chunk_cache.h"
 #include "fs/filesystem.h"
 #include "fs/fuse_adapter.h"
-#include "fs/local_files.h"
 #include "fs/overlay.h"
 #include "fs/overlay_fuse.h"
 #include "tools/argv_redaction.h"
@@ -178,7 +178,7 @@ int run_mount(ArgParser& args) {
                            "cache miss for key " + entry->primary_key + " in " + (*store)->describe() + " (--fail-on-cache-miss)"));
       }
       for (const auto& p : paths) {
-        Status s = fs::make_dirs(p);
+        Status s = make_dirs(p);
         if (!s.ok()) return fail(s);
       }
       for (const auto& p : paths) {
@@ -255,7 +255,7 @@ int run_mount(ArgParser& args) {
                                                        : absolute_path(cache_dir + "/..") + "/upper/mount-" + std::to_string(::getpid());
   std::vector<std::unique_ptr<fs::FuseMount>> mounts;
   for (const auto& pl : *placements) {
-    Status s = fs::make_dirs(pl.path);
+    Status s = make_dirs(pl.path);
     if (!s.ok()) return fail(s);
     fs::FuseMountConfig mc;
     mc.mountpoint = pl.path;

@@ -7,7 +7,7 @@
 #include <iostream>
 #include <set>
 
-#include "fs/local_files.h"
+#include "common/posix_files.h"
 #include "tools/command.h"
 #include "tools/json_output.h"
 #include "tools/mount_holders.h"
@@ -36,7 +36,7 @@ void print_figures(const std::string& path, const fs::MountStats& stats, bool js
 std::optional<DaemonState> wait_for_daemon(const DaemonState& d) {
   (void)wait_for_process_exit(d.pid, kDaemonExitWait, [&d] { return daemon_alive(d); });
   DaemonState last = d;
-  auto text = fs::read_whole_file(d.state_path, 16 << 20);
+  auto text = read_whole_file(d.state_path, 16 << 20);
   if (text.ok()) {
     if (auto st = DaemonState::parse(*text); st.ok()) {
       last = std::move(st).value();

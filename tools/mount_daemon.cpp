@@ -14,7 +14,7 @@
 #include <mutex>
 #include <thread>
 
-#include "fs/local_files.h"
+#include "common/posix_files.h"
 #include "tools/command.h"
 #include "tools/interrupt.h"
 #include "tools/mount_state.h"

@@ -15,7 +15,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "fs/local_files.h"
+#include "common/posix_files.h"
 #include "tools/mount_table.h"
 
 namespace lazycache::cli {
@@ -61,9 +61,9 @@ Result<DaemonState> DaemonState::parse(const std::string& text) {
 std::vector<DaemonState> list_daemons() {
   std::vector<DaemonState> out;
   const std::string dir = run_dir();
-  for (const std::string& name : fs::list_dir(dir)) {
+  for (const std::string& name : list_dir(dir)) {
     if (name.rfind("mount-", 0) != 0 || name.size() < 7 || name.substr(name.size() - 6) != ".state") continue;
-    auto text = fs::read_whole_file(dir + "/" + name, 16 << 20);
+    auto text = read_whole_file(dir + "/" + name, 16 << 20);
     if (!text.ok()) continue;
     auto st = DaemonState::parse(*text);
     if (!st.ok()) continue;
@@ -91,7 +91,7 @@ struct ProcStat {
 
 // `path` is /proc/PID/stat or /proc/PID/task/TID/stat.
 std::optional<ProcStat> read_proc_stat(const std::string& path) {
-  auto text = fs::read_whole_file(path, 4096);
+  auto text = read_whole_file(path, 4096);
   if (!text.ok()) return std::nullopt;
   // "pid (comm) S ppid ...": comm may hold spaces and ')', so fields count from the last ')'.
   const size_t close = text->rfind(')');
@@ -120,7 +120,7 @@ bool process_alive(pid_t pid) {
   const std::string proc = "/proc/" + std::to_string(pid);
   auto st = read_proc_stat(proc + "/stat");
   if (!st || running(st)) return true;
-  for (const std::string& tid : fs::list_dir(proc + "/task")) {
+  for (const std::string& tid : list_dir(proc + "/task")) {
     if (running(read_proc_stat(proc + "/task/" + tid + "/stat"))) return true;
   }
   return false;
@@ -138,7 +138,7 @@ bool daemon_alive(const DaemonState& d) {
     auto now = process_start_ticks(d.pid);
     return !now || *now == d.start_ticks;
   }
-  auto comm = fs::read_whole_file("/proc/" + std::to_string(d.pid) + "/comm", 256);
+  auto comm = read_whole_file("/proc/" + std::to_string(d.pid) + "/comm", 256);
   return !comm.ok() || comm->rfind("lazycache", 0) == 0;
 }
 
@@ -152,10 +152,10 @@ void remove_state_files(const DaemonState& d) {
 DaemonState refresh(const DaemonState& d) {
   if (d.stopped || !daemon_alive(d)) return d;
   // Only signal our own daemon: a recycled pid must not get a SIGUSR1 (which would kill it).
-  auto comm = fs::read_whole_file("/proc/" + std::to_string(d.pid) + "/comm", 256);
+  auto comm = read_whole_file("/proc/" + std::to_string(d.pid) + "/comm", 256);
   if (!comm.ok() || comm->rfind("lazycache", 0) != 0 || ::kill(d.pid, SIGUSR1) != 0) return d;
   for (int i = 0; i < 200; ++i) {
-    auto text = fs::read_whole_file(d.state_path, 16 << 20);
+    auto text = read_whole_file(d.state_path, 16 << 20);
     if (text.ok()) {
       auto st = DaemonState::parse(*text);
       if (st.ok() && st->seq > d.seq) {

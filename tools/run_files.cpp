@@ -4,7 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "fs/local_files.h"
+#include "common/posix_files.h"
 #include "tools/mount_state.h"
 
 namespace lazycache::cli {
@@ -12,7 +12,7 @@ namespace lazycache::cli {
 Status make_run_dir() {
   const std::string dir = run_dir();
   if (const size_t slash = dir.rfind('/'); slash != std::string::npos && slash > 0) {
-    LC_RETURN_IF_ERROR(fs::make_dirs(dir.substr(0, slash)));
+    LC_RETURN_IF_ERROR(make_dirs(dir.substr(0, slash)));
   }
   if (::mkdir(dir.c_str(), kRunDirMode) != 0 && errno != EEXIST) return errno_status("mkdir " + dir);
   struct stat st;
@@ -27,6 +27,6 @@ Status make_run_dir() {
   return Status();
 }
 
-Status write_run_file(const std::string& path, const std::string& content) { return fs::replace_file(path, content, kRunFileMode); }
+Status write_run_file(const std::string& path, const std::string& content) { return replace_file(path, content, kRunFileMode); }
 
 }  // namespace lazycache::cli

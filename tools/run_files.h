@@ -23,7 +23,7 @@ constexpr mode_t kRunFileMode = 0600;
 // /tmp another user could have made it first), saying to set LAZYCACHE_RUN_DIR.
 Status make_run_dir();
 
-// fs::replace_file() with kRunFileMode; the caller made the directory (make_run_dir()).
+// replace_file() (common/posix_files.h) with kRunFileMode; the caller made the directory (make_run_dir()).
 Status write_run_file(const std::string& path, const std::string& content);
 
 }  // namespace lazycache::cli

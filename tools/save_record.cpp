@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <sstream>
 
-#include "fs/local_files.h"
+#include "common/posix_files.h"
 #include "remote/store_url.h"
 #include "tools/mount_state.h"
 #include "tools/run_files.h"
@@ -163,7 +163,7 @@ Status write_save_record(const SaveRecord& record) {
 
 Result<SaveRecord> read_save_record(const std::string& mountpoint) {
   const std::string file = save_record_path(mountpoint);
-  auto text = fs::read_whole_file(file, 1 << 20);
+  auto text = read_whole_file(file, 1 << 20);
   if (!text.ok()) return Status(ErrorCode::kNotFound, "no record of how " + mountpoint + " was mounted (" + file + ")");
   LC_ASSIGN_OR_RETURN(SaveRecord record, SaveRecord::parse(*text));
   restore_store_secrets(record);

@@ -12,7 +12,7 @@
 #include <thread>
 #include <unordered_set>
 
-#include "fs/local_files.h"
+#include "common/posix_files.h"
 #include "tools/mount_state.h"
 
 namespace lazycache::cli {
@@ -70,9 +70,9 @@ Result<TraceInfo> TraceInfo::parse(const std::string& text) {
 
 std::vector<TraceInfo> list_traces() {
   std::vector<TraceInfo> out;
-  for (const std::string& name : fs::list_dir(run_dir())) {
+  for (const std::string& name : list_dir(run_dir())) {
     if (name.rfind("trace-", 0) != 0 || name.size() < 11 || name.compare(name.size() - 5, 5, ".info") != 0) continue;
-    auto text = fs::read_whole_file(run_dir() + "/" + name, 1 << 20);
+    auto text = read_whole_file(run_dir() + "/" + name, 1 << 20);
     if (!text.ok()) continue;
     if (auto t = TraceInfo::parse(*text); t.ok()) out.push_back(*t);
   }
@@ -105,13 +105,13 @@ Status stop_trace(TraceInfo& t) {
     }
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
     while (trace_running(t)) {
-      if (auto text = fs::read_whole_file(t.info_file(), 1 << 20); text.ok() && text->find("\nstate=stopped\n") != std::string::npos) break;
+      if (auto text = read_whole_file(t.info_file(), 1 << 20); text.ok() && text->find("\nstate=stopped\n") != std::string::npos) break;
       if (std::chrono::steady_clock::now() > deadline)
         return Status(ErrorCode::kTimeout, "tracer " + std::to_string(t.pid) + " did not stop within 60 s");
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
   }
-  auto text = fs::read_whole_file(t.info_file(), 1 << 20);
+  auto text = read_whole_file(t.info_file(), 1 << 20);
   if (!text.ok() || text->find("\nstate=stopped\n") == std::string::npos)
     return Status(ErrorCode::kIo,
                   "tracer " + std::to_string(t.pid) + " of " + t.paths.front() + " ended without writing its list (killed?)");
@@ -122,7 +122,7 @@ Status stop_trace(TraceInfo& t) {
 
 std::vector<std::string> read_trace_list(const TraceInfo& t) {
   std::vector<std::string> out;
-  auto text = fs::read_whole_file(t.list_file(), 256 << 20);
+  auto text = read_whole_file(t.list_file(), 256 << 20);
   if (!text.ok()) return out;
   std::istringstream in(*text);
   std::string line;

@@ -14,7 +14,6 @@
 
 #include "common/posix_files.h"
 #include "format/archive_writer.h"
-#include "fs/local_files.h"
 #include "remote/cache_keys.h"
 #include "remote/upload_sink.h"
 #include "tools/incremental_save.h"
@@ -36,8 +35,8 @@ std::vector<std::string> hot_paths_of(pid_t pid, const std::string& mountpoint) 
   if (pid <= 0) return out;
   if (auto d = find_daemon(mountpoint); d && d->pid == pid) (void)refresh(*d);
   const std::string base = run_dir() + "/mount-" + std::to_string(pid);
-  auto text = fs::read_whole_file(base + ".access.live", 64 << 20);
-  if (!text.ok()) text = fs::read_whole_file(base + ".access", 64 << 20);
+  auto text = read_whole_file(base + ".access.live", 64 << 20);
+  if (!text.ok()) text = read_whole_file(base + ".access", 64 << 20);
   if (!text.ok()) return out;
   std::istringstream in(*text);
   std::string line;
@@ -50,7 +49,7 @@ std::vector<std::string> hot_paths_of(pid_t pid, const std::string& mountpoint) 
 bool upper_changed(const SaveRecord& r) {
   if (r.pid == 0) return true;            // a miss: the plain directory is what the job made
   if (r.state_dir.empty()) return false;  // --read-only: nothing can have changed
-  return !fs::list_dir(r.state_dir + "/upper").empty();
+  return !list_dir(r.state_dir + "/upper").empty();
 }
 
 struct Group {

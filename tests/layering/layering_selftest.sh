@@ -67,6 +67,10 @@ printf '#include <fuse.h>\n' >"$work/t/tools/cmd_mount.cpp"
 expect "only the FUSE glue includes" "tools/ including fuse.h"
 
 make_tree
+printf '#include "fs/local_files.h"\n' >>"$work/t/tools/cmd_mount.cpp"
+expect "tools/ takes the file helpers from common/posix_files.h" "tools/ including fs/local_files.h"
+
+make_tree
 printf '#include "fs/fuse_reply.h"\n' >"$work/t/fs/overlay_names.cpp"
 expect "fs/fuse_reply.h pulls in" "a core file including fs/fuse_reply.h"
 
