@@ -579,14 +579,15 @@ TEST_CASE("dead bytes are bounded per archive: a third-dead unit is copied, N sa
       if (picked_bytes * 3 >= frame_bytes) break;
     }
   }
-  INFO("frame of " << frame_bytes << " bytes, " << picked_bytes << " of them edited in " << edited.size() << " files, the first " << edited.front());
+  INFO("frame of " << frame_bytes << " bytes, " << picked_bytes << " of them edited in " << edited.size() << " files, the first "
+                   << edited.front());
   REQUIRE(picked_bytes * 4 > frame_bytes);  // more than the old per-unit quarter
   for (size_t i = 0; i < edited.size(); ++i)
     write_file(t / ("src/" + edited[i]), pattern(700 + i, 7000 + i));  // smaller than before: dead bytes stay
   pin_dir_mtimes(t / "src");
   auto first = incremental(t.path(), t / "base", changed, t / "gen1");
   INFO("reused " << first.stats.frames_reused << ", compressed " << first.stats.frames_compressed << ", dead " << first.stats.dead_bytes);
-  CHECK(first.stats.members_superseded >= edited.size());  // and directories written again at the end
+  CHECK(first.stats.members_superseded >= edited.size());                   // and directories written again at the end
   CHECK(first.stats.file_bytes_compressed == sizes_of(t / "src", edited));  // the changed files, nothing around them
   check_same_as_full_pack(t, t / "gen1", "third-dead");
 
