@@ -2,6 +2,7 @@
 #include "format/file_data.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -17,6 +18,15 @@ constexpr size_t kReadChunkBytes = 1 << 20;
 
 Result<Fd> TreeFileOpener::open(uint32_t id, const std::string& what) {
   const auto& nodes = tree_.model.nodes;
+  if (id < tree_.read_at.size() && !tree_.read_at[id].empty()) {
+    // Only the very file the tree saw: a name under it swapped since (a directory renamed, a
+    // symlink put in its way) gives another inode, and the file is read at its place instead.
+    Fd fd(::open(tree_.read_at[id].c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+    struct stat st;
+    if (fd.valid() && ::fstat(fd.get(), &st) == 0 && S_ISREG(st.st_mode) &&
+        std::make_pair(static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)) == tree_.dev_ino[id])
+      return fd;
+  }
   int32_t ri = tree_.node_root[id];
   const auto& root = tree_.model.roots[static_cast<size_t>(ri)];
   if (root.node == id) {

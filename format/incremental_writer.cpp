@@ -34,6 +34,10 @@ constexpr uint64_t kNotCopied = UINT64_MAX;
 // large enough that a store serves it as one efficient range read.
 constexpr uint64_t kMaxFetchRunBytes = 32ull << 20;
 constexpr size_t kFetchQueueDepth = 1;
+// Dead bytes allowed: at most 1/kUnitDeadShare of a reused unit, 1/kArchiveDeadShare of the new
+// tar stream (IncrementalWriter::bound_dead_bytes).
+constexpr uint64_t kUnitDeadShare = 2;
+constexpr uint64_t kArchiveDeadShare = 4;
 
 Status unsupported(const std::string& why) {
   return Status(ErrorCode::kUnsupported, "the base archive's layout is not one incremental save recognises: " + why);
@@ -443,8 +447,10 @@ class IncrementalWriter {
       for (uint32_t n : learned)
         if (listed.insert(n).second) hot_list_.push_back(n);
     }
+    repack_.assign(layout_.units.size(), false);
     for (;;) {
       std::vector<Step> plan = plan_once();
+      if (bound_dead_bytes(plan)) continue;  // units marked to be packed again: plan once more
       std::vector<uint32_t> stream;
       for (const Step& s : plan) {
         if (s.reuse)
@@ -463,6 +469,42 @@ class IncrementalWriter {
     }
   }
 
+  // The dead bytes of a whole archive are bounded, not those of each unit: a unit may carry up to
+  // half its bytes dead (kUnitDeadShare), so a save that changes a few files in many units
+  // copies them all and compresses only the changed files; but when the plan would leave more
+  // than a quarter of the new tar stream dead (kArchiveDeadShare), the units holding the
+  // most dead bytes are marked to be packed again in their place (repack_), deadest first, until
+  // it would not. So an archive saved any number of times stays within 4/3 of its live bytes,
+  // and the bytes a save compresses stay those that changed until the bound is reached.
+  // True when units were marked (the caller plans again).
+  bool bound_dead_bytes(const std::vector<Step>& plan) {
+    uint64_t total = 0, dead_total = 0;
+    std::vector<std::pair<uint64_t, uint32_t>> unit_dead;  // (dead bytes, unit) of reused units
+    for (const Step& s : plan) {
+      if (!s.reuse) {
+        for (const NewMember& m : s.fresh)
+          total += member_tar_bytes(nodes_[m.node], nodes_[m.node].type == EntryType::kRegular && m.leader == kNone);
+        continue;
+      }
+      const BaseUnit& u = layout_.units[s.unit];
+      uint64_t d = 0;
+      for (size_t t = 0; t < s.nodes.size(); ++t)
+        if (s.nodes[t].second) d += layout_.members[u.first_member + t].length;
+      total += u.bytes;
+      dead_total += d;
+      if (d > 0) unit_dead.emplace_back(d, s.unit);
+    }
+    if (dead_total * kArchiveDeadShare <= total) return false;
+    std::sort(unit_dead.begin(), unit_dead.end(), std::greater<>());
+    for (const auto& [d, u] : unit_dead) {
+      if (dead_total * kArchiveDeadShare <= total) break;
+      repack_[u] = true;  // its live members packed in place: its dead bytes leave the stream
+      dead_total -= d;
+      total -= d;
+    }
+    return true;
+  }
+
   std::vector<Step> plan_once() {
     emitted_.assign(nodes_.size(), false);
     in_tail_.assign(nodes_.size(), false);
@@ -474,7 +516,7 @@ class IncrementalWriter {
     };
     for (uint32_t u = 0; u < layout_.units.size(); ++u) {
       Step reuse{true, u, {}, {}};
-      if (try_reuse(layout_.units[u], reuse)) {
+      if (!repack_[u] && try_reuse(layout_.units[u], reuse)) {
         plan.push_back(std::move(reuse));
         continue;
       }
@@ -527,8 +569,9 @@ class IncrementalWriter {
   // `step` if so. Every live member must still exist with the same type and not be written yet;
   // it stays live if its header and content are unchanged, and becomes dead (its new version
   // goes to the end) if it is a single-link file, a directory or a symlink. Every dead member
-  // must still have a live member to come. At most a quarter of the unit may end up dead: past
-  // that, packing its members again is cheaper than carrying the garbage.
+  // must still have a live member to come. At most half of the unit may end up dead: past that,
+  // packing its members again is cheaper than carrying the garbage (and the archive as a whole
+  // is bounded by bound_dead_bytes()).
   bool try_reuse(const BaseUnit& u, Step& step) {
     if (!u.reusable) return false;
     std::vector<uint32_t> taken;  // emitted here, undone if the unit is refused
@@ -575,7 +618,7 @@ class IncrementalWriter {
         return refuse();
       }
     }
-    if (dead_bytes * 4 > u.bytes) return refuse();
+    if (dead_bytes * kUnitDeadShare > u.bytes) return refuse();
     return true;
   }
 
@@ -837,7 +880,8 @@ class IncrementalWriter {
   std::vector<bool> forced_;   // nodes that must be written at the end (make_plan)
   std::vector<bool> repeat_;   // directories written after everything else (make_plan)
   std::vector<uint32_t> repeat_last_;
-  std::vector<uint32_t> hot_first_;                            // a new learned layout: written first at the end
+  std::vector<bool> repack_;         // per base unit: packed again in its place to bound the archive's dead bytes (make_plan)
+  std::vector<uint32_t> hot_first_;  // a new learned layout: written first at the end
   std::map<std::pair<uint64_t, uint64_t>, uint32_t> leaders_;  // inode -> first node written
   std::vector<NewMember> members_;                             // live members in stream order
   std::vector<std::optional<uint64_t>> own_header_hash_;       // per node: header_hash(n, kNone), once computed

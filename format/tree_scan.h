@@ -28,6 +28,10 @@ struct ScannedTree {
   std::vector<int32_t> node_root;                      // per node: which root's tree it is in (-1: top or implicit)
   std::vector<std::pair<uint64_t, uint64_t>> dev_ino;  // per node (regular files), for hardlinks
   std::vector<uint64_t> stat_nlink;                    // per node
+  // Per node, or empty: where to read a regular file's data instead of at its place under its
+  // root (a writable mount's file in upper/, the same bytes the mount serves: fs/overlay_tree.h).
+  // Used only while the file found there is the one scanned (dev_ino); else the root's path.
+  std::vector<std::string> read_at;
   uint64_t skipped = 0;
 };
 

@@ -57,6 +57,7 @@ class Builder {
     t_.node_root.push_back(root);
     t_.dev_ino.emplace_back(0, 0);
     t_.stat_nlink.push_back(1);
+    t_.read_at.emplace_back();
     if (id != parent) t_.model.nodes[parent].children.push_back(id);
     return id;
   }
@@ -206,6 +207,8 @@ class Builder {
         const uint32_t id = add_node(std::move(n), parent, root_);
         t_.dev_ino[id] = {st.st_dev, st.st_ino};
         t_.stat_nlink[id] = st.st_nlink;
+        // The save reads it here, not through the mount (a FUSE round trip per read).
+        t_.read_at[id] = upper_path;
         return kNoDir;
       }
       if (S_ISLNK(st.st_mode)) {

@@ -12,4 +12,6 @@ Status MultipartUpload::copy_parts(int first_number, const std::vector<RangeRequ
   return Status();
 }
 
+Status MultipartUpload::check_copy_sources(const std::vector<RangeRequest>&) { return Status(); }
+
 }  // namespace lazycache::remote

@@ -53,6 +53,15 @@ class MultipartUpload {
   // UploadPartCopy requests in parallel, the source checked once after all of them); the default
   // copies them one by one. Returns once every copy finished or failed.
   virtual Status copy_parts(int first_number, const std::vector<RangeRequest>& sources, int concurrency);
+  // As copy_part, but a store that pins copies with a check after them (S3: a HEAD of the
+  // source, because servers ignore or misread x-amz-copy-source-if-match: docs/stores.md) leaves
+  // that check to check_copy_sources(), so that copies sent from several threads at once pay it
+  // once. The default is copy_part.
+  virtual Status copy_part_unchecked(int number, const RangeRequest& source) { return copy_part(number, source); }
+  // The check copy_part_unchecked() left out, once per source object and ETag:
+  // kPreconditionFailed when one was replaced. Call it after the copies, before complete().
+  // The default has nothing to check (copy_part pinned each copy itself).
+  virtual Status check_copy_sources(const std::vector<RangeRequest>& sources);
   virtual Result<ObjectInfo> complete() = 0;
 };
 

@@ -58,6 +58,11 @@ struct MultipartUploadInfo {
 
 class S3ObjectStore final : public ObjectStore {
  public:
+  // Whether copies to this endpoint skip x-amz-copy-source-if-match (Swift s3api answers 412
+  // for an unchanged multipart source: docs/stores.md): true once a copy of any S3ObjectStore of
+  // this process on the same endpoint (scheme and host) found the quirk, checked by a HEAD.
+  // Such copies are pinned by the HEAD after them (check_copy_source) alone.
+  bool copy_if_match_known_broken() const;
   S3ObjectStore(S3Config config, std::shared_ptr<CredentialSource> credentials);
 
   Result<ObjectInfo> head(std::string_view key) override;
@@ -124,6 +129,9 @@ class S3ObjectStore final : public ObjectStore {
   RetryPolicy part_retry_;
   std::atomic<bool> suffix_broken_{false};
   std::atomic<bool> conditional_put_unsupported_{false};
+  // Swift's x-amz-copy-source-if-match quirk (copy_part_request), known for this endpoint:
+  // found by a copy of this store, or by any store of this process on the same endpoint
+  // (if_match_quirk_endpoints() in s3_upload_part_copy.cpp), so it is probed once per process.
   std::atomic<bool> copy_if_match_broken_{false};
 };
 

@@ -5,12 +5,37 @@
 #include <ctime>
 #include <mutex>
 #include <set>
+#include <string>
 
 #include "remote/parallel.h"
 #include "remote/s3_object_store.h"
 #include "remote/sigv4.h"
 
 namespace lazycache::remote {
+
+namespace {
+
+// Endpoints (scheme://host) whose copies answered 412 to x-amz-copy-source-if-match for a source
+// a HEAD showed unchanged, for the whole process: every store of a save (and every save of a
+// test binary) would otherwise probe again, a failed copy, a HEAD and the copy again (~100 ms
+// through a hosted link) before the copies that follow can run at once.
+struct IfMatchQuirks {
+  std::mutex mu;
+  std::set<std::string> endpoints;  // guarded by mu
+};
+IfMatchQuirks& if_match_quirks() {
+  static IfMatchQuirks q;
+  return q;
+}
+
+}  // namespace
+
+bool S3ObjectStore::copy_if_match_known_broken() const {
+  if (copy_if_match_broken_.load()) return true;
+  IfMatchQuirks& q = if_match_quirks();
+  std::lock_guard lock(q.mu);
+  return q.endpoints.count(config_.endpoint.url()) > 0;
+}
 
 // Thread-safe as remote/multipart_upload.h allows (parts in any order, from several threads):
 // the part table is guarded by mu_; requests run outside it.
@@ -67,6 +92,28 @@ class S3Upload final : public MultipartUpload {
       return s;
     }
     for (size_t i = 0; i < sources.size(); ++i) record(first_number + static_cast<int>(i), std::move(etags[i]), sources[i].length);
+    return Status();
+  }
+
+  Status copy_part_unchecked(int number, const RangeRequest& source) override {
+    LC_RETURN_IF_ERROR(check_object_key(source.key));
+    if (source.length == 0) return Status(ErrorCode::kInvalidArgument, "copying an empty range of " + source.key);
+    LC_RETURN_IF_ERROR(claim(number, 1));
+    auto etag = store_.copy_part_request(key_, upload_id_, number, source);
+    if (!etag.ok()) {
+      release(number, 1);  // free again: a store that refuses copies gets the bytes sent instead
+      return etag.error();
+    }
+    record(number, std::move(etag).value(), source.length);
+    return Status();
+  }
+
+  Status check_copy_sources(const std::vector<RangeRequest>& sources) override {
+    std::set<std::pair<std::string, std::string>> checked;  // (key, etag) pins already checked
+    for (const RangeRequest& s : sources) {
+      if (!checked.emplace(s.key, s.if_match).second) continue;
+      LC_RETURN_IF_ERROR(store_.check_copy_source(s, "copying bytes of " + store_.describe() + "/" + s.key + " into " + key_));
+    }
     return Status();
   }
 
@@ -167,15 +214,21 @@ Result<std::string> S3ObjectStore::copy_part_request(const std::string& key, con
   if (source.if_match.empty()) return copy(false);
   // Whether this copy sent the condition is captured once: copies run in parallel, and another
   // may mark the server broken between this one's 412 and its check below.
-  const bool conditional = !copy_if_match_broken_.load();
+  const bool conditional = !copy_if_match_known_broken();
   auto copied = copy(conditional);
   if (!copied.ok() && copied.error().code() == ErrorCode::kPreconditionFailed && conditional) {
     // Swift's s3api compares x-amz-copy-source-if-match with its own ETag of a multipart
     // object, not the S3 one it reports: 412 for an object that did not change. Told apart by a
-    // HEAD; such a server is remembered and pinned by check_copy_source() alone.
+    // HEAD; such a server is remembered (for every store of this process on its endpoint) and
+    // pinned by check_copy_source() alone.
     LC_ASSIGN_OR_RETURN(ObjectInfo now, head(source.key));
     if (now.etag != source.if_match) return copied;
     copy_if_match_broken_ = true;
+    {
+      IfMatchQuirks& q = if_match_quirks();
+      std::lock_guard lock(q.mu);
+      q.endpoints.insert(config_.endpoint.url());
+    }
     copied = copy(false);
   }
   return copied;

@@ -21,6 +21,7 @@
 #include "fs/overlay.h"
 #include "fs/overlay_fuse.h"
 #include "tools/argv_redaction.h"
+#include "tools/base_entry.h"
 #include "tools/command.h"
 #include "tools/fuse_probe.h"
 #include "tools/json_output.h"
@@ -277,6 +278,8 @@ int run_mount(ArgParser& args) {
       r.xattrs = xattrs_to_keep(filesystem.index());
       r.base_etag = base_etag;
       r.base_member = filesystem.index().path(pl.root);
+      r.base_size = source->size();
+      r.base_tail = base_tail_bytes(filesystem.index(), source->size());
       Status recorded = write_save_record(r);
       if (!recorded.ok()) return fail(recorded.with_context("recording the key for unmount --save"));
     }

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <future>
 #include <iostream>
 #include <optional>
 #include <set>
@@ -19,6 +20,7 @@
 #include "fs/overlay_tree.h"
 #include "remote/cache_keys.h"
 #include "remote/upload_sink.h"
+#include "tools/base_entry.h"
 #include "tools/mount_state.h"
 #include "tools/save_chooser.h"
 #include "tools/store_options.h"
@@ -112,17 +114,17 @@ Result<IncrementalSaveCounts> save_incremental(const std::vector<SaveRecord>& re
   if (object_key.empty()) {
     LC_ASSIGN_OR_RETURN(object_key, remote::entry_object_key(records.front().scope, key, ""));
   }
-  auto object = store->head(object_key);
-  if (!object.ok()) return object.error().with_context("the mounted entry " + object_key);
-  // The mount served one version of the base; an entry replaced since (entries are immutable,
-  // but a store can be written by anything) has other frames under the same names.
-  const std::string& mounted_etag = records.front().base_etag;
-  if (!mounted_etag.empty() && object->etag != mounted_etag)
-    return Status(ErrorCode::kPreconditionFailed, "the mounted entry " + object_key + " was replaced after it was mounted (ETag " +
-                                                      mounted_etag + ", now " + object->etag + ")");
-  std::shared_ptr<const ByteSource> source = open_entry_source(store, *object);
-  LC_ASSIGN_OR_RETURN(auto reader, format::ArchiveReader::open(source));
-  std::shared_ptr<const format::Index> index = reader->shared_index();
+  // The base's tail (one ranged GET from a full record: tools/base_entry.h) and the new upload
+  // (CreateMultipartUpload, after a HEAD when create-only) are round trips that do not depend
+  // on each other: the upload starts on a thread of its own while the base is read. A save
+  // that stops before the upload is taken aborts it (the future's value is destroyed unused).
+  std::future<Result<std::unique_ptr<remote::MultipartUpload>>> upload_started;
+  const char* copy_env = std::getenv("LAZYCACHE_STORE_COPY");  // "0": never ask the store to copy
+  const bool copy_off = copy_env && std::string(copy_env) == "0";
+  if (!copy_off) upload_started = std::async(std::launch::async, [&store, &new_key, &put] { return store->start_upload(new_key, put); });
+  LC_ASSIGN_OR_RETURN(BaseEntry opened, open_base_entry(store, object_key, records.front()));
+  std::shared_ptr<const ByteSource> source = opened.source;
+  std::shared_ptr<const format::Index> index = opened.reader->shared_index();
 
   IncrementalSaveCounts counts;
   std::set<std::string> changed;
@@ -163,13 +165,10 @@ Result<IncrementalSaveCounts> save_incremental(const std::vector<SaveRecord>& re
   // Unchanged runs copied by the store where it can; through this process where it cannot.
   std::unique_ptr<ByteSink> sink;
   StoreCopySink* copier = nullptr;
-  // LAZYCACHE_STORE_COPY=0: never ask the store to copy (a provider whose copies misbehave).
-  const char* copy_env = std::getenv("LAZYCACHE_STORE_COPY");
-  auto upload = copy_env && std::string(copy_env) == "0"
-                    ? Result<std::unique_ptr<remote::MultipartUpload>>(Status(ErrorCode::kUnsupported, "LAZYCACHE_STORE_COPY=0"))
-                    : store->start_upload(new_key, put);
+  auto upload = copy_off ? Result<std::unique_ptr<remote::MultipartUpload>>(Status(ErrorCode::kUnsupported, "LAZYCACHE_STORE_COPY=0"))
+                         : upload_started.get();
   if (upload.ok()) {
-    auto s = std::make_unique<StoreCopySink>(store, std::move(upload).value(), remote::RangeRequest{object_key, 0, 0, object->etag},
+    auto s = std::make_unique<StoreCopySink>(store, std::move(upload).value(), remote::RangeRequest{object_key, 0, 0, opened.object.etag},
                                              std::max<uint64_t>(put.part_size_bytes, 16ull << 20), copy_concurrency(put));
     copier = s.get();
     base.copy_to_sink = [copier](uint64_t offset, uint64_t length) { return copier->copy_range(offset, length); };

@@ -53,7 +53,11 @@ Status apply_line(SaveRecord& r, const std::string& k, const std::string& v) {
   else if (k == "base_etag") r.base_etag = v;
   else if (k == "base_member") r.base_member = v;
   else if (k == "base_object") r.base_object = v;
-  else if (k == "xattrs")
+  else if (k == "base_size") {
+    LC_ASSIGN_OR_RETURN(r.base_size, number(k, v));
+  } else if (k == "base_tail") {
+    LC_ASSIGN_OR_RETURN(r.base_tail, number(k, v));
+  } else if (k == "xattrs")
     r.xattrs = v == "stored" ? format::XattrSet::kStored : v == "none" ? format::XattrSet::kNone : format::XattrSet::kUser;
   else if (k == "store") st.url = v;
   else if (k == "endpoint") st.endpoint = v;
@@ -109,6 +113,7 @@ std::string SaveRecord::to_text() const {
   if (!base_etag.empty()) out << "base_etag=" << base_etag << "\n";
   if (!base_member.empty()) out << "base_member=" << base_member << "\n";
   if (!base_object.empty()) out << "base_object=" << base_object << "\n";
+  if (base_size > 0) out << "base_size=" << base_size << "\nbase_tail=" << base_tail << "\n";
   out << store_settings_text(store);
   return out.str();
 }

@@ -26,7 +26,7 @@ namespace lazycache::cli {
 //   path=/abs/mount/point        primary_key=K        scope=S       version=16 hex digits
 //   exact_hit=0|1                pid=N                state_dir=DIR cache_dir=DIR
 //   xattrs=user|stored|none      base_etag=E          base_member=ARCHIVE/PATH
-//   base_object=OBJECT/NAME
+//   base_object=OBJECT/NAME      base_size=BYTES      base_tail=BYTES
 //   store=URL                    endpoint=URL         region=R
 //   addressing=auto|path|virtual sign_payload=0|1
 //   concurrency=N (0: auto)      part_size=BYTES (0: auto)
@@ -58,6 +58,12 @@ struct SaveRecord {
   // records saved together, the base's name from its key.
   std::string base_object = std::string();
   std::string version = std::string();
+  // The mounted entry's size and the length of its tail (index frame and seek table: the bytes
+  // after its last data frame), so the save reads the whole tail in one ranged GET pinned to
+  // base_etag, without a HEAD first (tools/base_entry.h). 0 in records written before these lines
+  // (and on misses): the save then asks the store (HEAD, then one or two reads of the tail).
+  uint64_t base_size = 0;
+  uint64_t base_tail = 0;
 
   std::string to_text() const;
   // kCorrupt without a path or key, or with a value that does not parse (a size, a number).

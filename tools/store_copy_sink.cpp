@@ -30,8 +30,33 @@ StoreCopySink::StoreCopySink(std::shared_ptr<remote::ObjectStore> store, std::un
     : store_(std::move(store)), upload_(std::move(upload)), source_(std::move(source)),
       part_bytes_(std::clamp(part_bytes, upload_->min_part_bytes(), upload_->max_part_bytes())), concurrency_(std::max(1, concurrency)) {}
 
-// The upload aborts itself when destroyed uncompleted (remote/multipart_upload.h).
-StoreCopySink::~StoreCopySink() = default;
+// The lanes stop (a copy in flight finishes first) before the upload, destroyed uncompleted,
+// aborts itself (remote/multipart_upload.h).
+StoreCopySink::~StoreCopySink() {
+  {
+    std::lock_guard lock(mu_);
+    closing_ = true;
+    queue_.clear();
+  }
+  work_cv_.notify_all();
+  lanes_.clear();
+}
+
+StoreCopyCounts StoreCopySink::counts() const {
+  StoreCopyCounts c = counts_;
+  std::lock_guard lock(mu_);
+  c.bytes_copied -= lane_sent_bytes_;
+  c.parts_copied -= lane_sent_parts_;
+  c.bytes_sent += lane_sent_bytes_;
+  c.bytes_read_back += lane_sent_bytes_;
+  c.parts_sent += lane_sent_parts_;
+  return c;
+}
+
+std::string StoreCopySink::copy_refused() const {
+  std::lock_guard lock(mu_);
+  return copy_refused_;
+}
 
 Status StoreCopySink::send_pending() {
   if (pending_.empty()) return Status();
@@ -85,7 +110,12 @@ Status StoreCopySink::copy_range(uint64_t offset, uint64_t length) {
     return Status();
   }
   LC_RETURN_IF_ERROR(send_pending());
-  if (copy_refused_.empty() && counts_.parts_copied == 0) {
+  if (upload_->parts_in_any_order() && copy_refused().empty()) {
+    queue_copies(offset, length);
+    failed_ = false;
+    return Status();
+  }
+  if (copy_refused().empty() && counts_.parts_copied == 0) {
     // The first copy alone, and short: a store without UploadPartCopy refuses it (then every
     // byte is sent, the part number free again), and S3 learns there whether the server honours
     // x-amz-copy-source-if-match before copies run at once.
@@ -93,6 +123,7 @@ Status StoreCopySink::copy_range(uint64_t offset, uint64_t length) {
     Status copied = upload_->copy_part(next_part_, remote::RangeRequest{source_.key, offset, n, source_.if_match});
     if (!copied.ok() && (copied.code() == ErrorCode::kUnsupported || copied.code() == ErrorCode::kInvalidArgument)) {
       // Multipart uploads without UploadPartCopy (GCS's XML API answers 501 or 400).
+      std::lock_guard lock(mu_);
       copy_refused_ = copied.message();
     } else {
       LC_RETURN_IF_ERROR(copied);
@@ -103,7 +134,7 @@ Status StoreCopySink::copy_range(uint64_t offset, uint64_t length) {
       length -= n;
     }
   }
-  if (!copy_refused_.empty()) {  // the store turned the first copy down: send every byte, a part at a time
+  if (!copy_refused().empty()) {  // the store turned a copy down: send every byte, a part at a time
     while (length > 0) {
       const uint64_t n = std::min<uint64_t>(length, part_bytes_ - pending_.size());  // pending_ < part_bytes_ here
       LC_RETURN_IF_ERROR(read_back(offset, n));
@@ -120,16 +151,7 @@ Status StoreCopySink::copy_range(uint64_t offset, uint64_t length) {
     sources.push_back(remote::RangeRequest{source_.key, offset, n, source_.if_match});
     offset += n;
   }
-  if (upload_->parts_in_any_order()) {
-    // In the background: the writer goes on with the changed files and the index (parts
-    // numbered after these) while the store copies; commit() waits for it. One batch at a time.
-    LC_RETURN_IF_ERROR(join_background());
-    background_ = std::jthread([this, first = next_part_, sources = std::move(sources)] {
-      background_status_ = upload_->copy_parts(first, sources, concurrency_);
-    });
-  } else {
-    LC_RETURN_IF_ERROR(upload_->copy_parts(next_part_, sources, concurrency_));
-  }
+  LC_RETURN_IF_ERROR(upload_->copy_parts(next_part_, sources, concurrency_));
   next_part_ += static_cast<int>(pieces.size());
   counts_.bytes_copied += length;
   counts_.parts_copied += static_cast<uint32_t>(pieces.size());
@@ -137,17 +159,85 @@ Status StoreCopySink::copy_range(uint64_t offset, uint64_t length) {
   return Status();
 }
 
-Status StoreCopySink::join_background() {
-  if (!background_.joinable()) return Status();
-  background_.join();
-  return std::exchange(background_status_, Status());
+void StoreCopySink::queue_copies(uint64_t offset, uint64_t length) {
+  const uint64_t max_piece = std::min(upload_->max_part_bytes(), part_bytes_ * kMaxCopyPieceParts);
+  const std::vector<uint64_t> pieces = copy_pieces(length, upload_->min_part_bytes(), max_piece, concurrency_);
+  {
+    std::lock_guard lock(mu_);
+    for (uint64_t n : pieces) {
+      queue_.push_back(CopyJob{next_part_++, remote::RangeRequest{source_.key, offset, n, source_.if_match}});
+      offset += n;
+    }
+  }
+  counts_.bytes_copied += length;
+  counts_.parts_copied += static_cast<uint32_t>(pieces.size());
+  queued_any_ = true;
+  // Lanes start with the first copies and stay until the sink goes; never more than pieces queued.
+  while (lanes_.size() < static_cast<size_t>(concurrency_) && lanes_.size() < static_cast<size_t>(counts_.parts_copied))
+    lanes_.emplace_back([this] { lane(); });
+  work_cv_.notify_all();
+}
+
+void StoreCopySink::lane() {
+  for (;;) {
+    CopyJob job;
+    {
+      std::unique_lock lock(mu_);
+      work_cv_.wait(lock, [&] { return closing_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // closing
+      job = std::move(queue_.front());
+      queue_.pop_front();
+      ++running_;
+    }
+    Status s = run_copy(job);
+    {
+      std::lock_guard lock(mu_);
+      --running_;
+      if (!s.ok() && lane_status_.ok()) {
+        lane_status_ = s;
+        queue_.clear();  // the upload fails: copying on would only cost the store
+      }
+    }
+    idle_cv_.notify_all();
+  }
+}
+
+Status StoreCopySink::run_copy(const CopyJob& job) {
+  if (copy_refused().empty()) {
+    Status copied = upload_->copy_part_unchecked(job.number, job.source);
+    if (copied.ok() || (copied.code() != ErrorCode::kUnsupported && copied.code() != ErrorCode::kInvalidArgument)) return copied;
+    std::lock_guard lock(mu_);
+    if (copy_refused_.empty()) copy_refused_ = copied.message();  // multipart uploads without UploadPartCopy
+  }
+  // The store cannot copy: this part's bytes read back and sent under its number.
+  std::lock_guard one_at_a_time(fallback_mu_);
+  std::vector<std::byte> bytes(job.source.length);
+  auto got = store_->get_range(job.source, bytes);
+  if (!got.ok()) return got.error().with_context("reading back bytes of " + source_.key);
+  if (*got != bytes.size())
+    return Status(ErrorCode::kUnavailable, "short read of " + source_.key + " at " + std::to_string(job.source.offset));
+  LC_RETURN_IF_ERROR(upload_->upload_part(job.number, bytes));
+  std::lock_guard lock(mu_);
+  lane_sent_bytes_ += bytes.size();
+  ++lane_sent_parts_;
+  return Status();
+}
+
+Status StoreCopySink::wait_for_copies() {
+  std::unique_lock lock(mu_);
+  idle_cv_.wait(lock, [&] { return (queue_.empty() && running_ == 0) || !lane_status_.ok(); });
+  // After a failure, wait for the copies still in flight too: the upload is aborted after them.
+  idle_cv_.wait(lock, [&] { return running_ == 0; });
+  return lane_status_;
 }
 
 Status StoreCopySink::commit() {
   if (failed_ || committed_) return Status(ErrorCode::kInvalidArgument, "commit of a failed or committed upload");
   failed_ = true;
   LC_RETURN_IF_ERROR(send_pending());
-  LC_RETURN_IF_ERROR(join_background());
+  LC_RETURN_IF_ERROR(wait_for_copies());
+  // One HEAD of the base for all the lanes' copies, where the store pins copies that way.
+  if (queued_any_) LC_RETURN_IF_ERROR(upload_->check_copy_sources({source_}));
   LC_RETURN_IF_ERROR(upload_->complete().status());
   committed_ = true;
   failed_ = false;

@@ -9,22 +9,33 @@
 // minimum, or the few MiB needed to bring the bytes pending before it up to the minimum, are
 // read from the source (pinned to its ETag) and sent as bytes. So a copy costs at most
 // min_part_bytes of download+upload, whatever is around it. Parts written are sent one at a
-// time, in order, on the calling thread. A copied range is cut into up to `concurrency` parts
-// (copy_pieces()) that the store copies at once (MultipartUpload::copy_parts): a server copies a
-// part at the speed of one stream, and copies are nearly all the bytes of an incremental save.
-// Where the upload takes parts in any order (S3), those copies run on a background thread while
-// the caller writes on (its parts numbered after them); commit() waits for them, and reports
-// their failure.
-// The very first copy goes alone and short (first_copy_bytes()): a store that answers it with
-// kUnsupported or kInvalidArgument (501 / 400) gets every later range read back and sent
-// instead (copy_refused() says why).
+// time, in order, on the calling thread.
 //
-// commit() sends the last part and completes the upload; a sink destroyed uncommitted (or after
-// any error) aborts it, so nothing is published. Single writer.
+// Where the upload takes parts in any order (S3), every copy is queued the moment it is asked
+// for, cut into parts of at most kMaxCopyPieceParts part sizes (copy_pieces()), and `concurrency`
+// lanes (threads of this sink: the store's connection limit) copy them while the caller writes
+// on, its parts numbered after them: all copies of a save are in flight together, across
+// ranges, none waiting for an earlier range's batch. A server copies a part at the speed of one
+// stream, and copies are nearly all the bytes of an incremental save. Each copy is pinned with
+// x-amz-copy-source-if-match where the server honours it; the source's HEAD that pins them on
+// servers that do not runs once, in commit() (MultipartUpload::check_copy_sources). A store that
+// refuses a copy (kUnsupported or kInvalidArgument: 501 / 400, GCS's XML API) gets that part's
+// bytes read back and sent by its lane (one such part in memory at a time: a lane mutex), and
+// every later range read back by the caller (copy_refused() says why).
+// Where parts go in order (the local store, copy_file_range), copies run on the calling thread:
+// the very first alone and short (first_copy_bytes()), so a store that refuses it costs little,
+// then the rest as consecutive parts (MultipartUpload::copy_parts).
+//
+// commit() sends the last part, waits for the lanes, checks the sources and completes the upload;
+// a sink destroyed uncommitted (or after any error) stops its lanes and aborts it, so nothing
+// is published. Single writer (the lanes are internal).
 #pragma once
 
+#include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -47,6 +58,9 @@ inline constexpr uint64_t kFirstCopyBytes = 8ull << 20;
 // Copies are not cut below this: each part copied is a request with its own overhead in the
 // server (Swift writes every part as an object of its own).
 inline constexpr uint64_t kMinCopyPieceBytes = 8ull << 20;
+// Nor above this many part sizes (64 MiB by default) where copies run on lanes: a part a store
+// refuses to copy is read back whole into memory before it is sent.
+inline constexpr uint64_t kMaxCopyPieceParts = 4;
 
 // The length of the first copy of `length` bytes: kFirstCopyBytes (at least `min_part`), or all
 // of it when the rest would be shorter than a part.
@@ -72,18 +86,27 @@ class StoreCopySink final : public ByteSink {
   Status commit() override;
   uint64_t bytes_written() const override { return written_; }
 
-  const StoreCopyCounts& counts() const { return counts_; }
-  // Why the store turned down the first copy (a server without UploadPartCopy: 501 or 400),
-  // after which every range was read back and sent; empty while it copies.
-  const std::string& copy_refused() const { return copy_refused_; }
+  // Complete once commit() returned (copies a lane had to send instead are counted as sent).
+  StoreCopyCounts counts() const;
+  // Why the store turned a copy down (a server without UploadPartCopy: 501 or 400), after which
+  // the ranges were read back and sent; empty while it copies.
+  std::string copy_refused() const;
   // The shortest copy worth asking for: shorter ones are mostly read back (see above).
   uint64_t min_copy_bytes() const { return 2 * upload_->min_part_bytes(); }
 
  private:
+  struct CopyJob {
+    int number = 0;
+    remote::RangeRequest source;
+  };
   Status send_pending();
-  // Waits for the copies running in the background, if any: their status.
-  Status join_background();
   Status read_back(uint64_t offset, uint64_t length);
+  // Any-order uploads: queues `length` bytes from `offset` as parts for the lanes.
+  void queue_copies(uint64_t offset, uint64_t length);
+  void lane();
+  Status run_copy(const CopyJob& job);
+  // Waits until every queued copy finished: the first failure, if any.
+  Status wait_for_copies();
 
   std::shared_ptr<remote::ObjectStore> store_;
   std::unique_ptr<remote::MultipartUpload> upload_;
@@ -94,10 +117,20 @@ class StoreCopySink final : public ByteSink {
   int next_part_ = 1;
   uint64_t written_ = 0;
   bool failed_ = false, committed_ = false;
-  std::string copy_refused_;
-  StoreCopyCounts counts_;
-  Status background_status_;  // written by background_ before it ends, read after the join
-  std::jthread background_;   // last: joined (destroyed) before the upload it copies into is aborted
+  bool queued_any_ = false;  // a copy went to the lanes: commit() checks the source
+  StoreCopyCounts counts_;   // the writer's; the lanes' changes are in lane_sent_*
+
+  mutable std::mutex mu_;  // guards the fields below
+  std::condition_variable work_cv_, idle_cv_;
+  std::deque<CopyJob> queue_;
+  int running_ = 0;
+  bool closing_ = false;
+  Status lane_status_;            // the first failure of a lane
+  std::string copy_refused_;      // why the store refused a copy
+  uint64_t lane_sent_bytes_ = 0;  // parts queued as copies that a lane sent instead
+  uint32_t lane_sent_parts_ = 0;
+  std::mutex fallback_mu_;           // one refused part read back at a time (memory)
+  std::vector<std::jthread> lanes_;  // last: joined (destroyed) before the upload is aborted
 };
 
 }  // namespace lazycache::cli

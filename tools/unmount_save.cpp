@@ -16,6 +16,7 @@
 #include "format/archive_writer.h"
 #include "remote/cache_keys.h"
 #include "remote/upload_sink.h"
+#include "tools/detached_remove.h"
 #include "tools/incremental_save.h"
 #include "tools/mount_holders.h"
 #include "tools/mount_state.h"
@@ -283,7 +284,8 @@ void clean_after_save(const std::vector<std::string>& done) {
   for (const std::string& path : done) {
     auto rec = read_save_record(path);
     if (!rec.ok()) continue;
-    if (!rec->state_dir.empty() && !remove_tree(rec->state_dir)) {
+    // In the background: the save is reported and the mount gone; nothing waits for this.
+    if (!rec->state_dir.empty() && !remove_tree_detached(rec->state_dir)) {
       std::cerr << "lazycache unmount: could not remove " << rec->state_dir << ": " << std::strerror(errno) << "\n";
     }
     ::unlink(save_record_path(path).c_str());

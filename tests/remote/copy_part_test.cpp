@@ -184,6 +184,20 @@ TEST_CASE("copy parts: Swift s3api", "[swift]") {
   copy_parts(*store, s3_prefix("swift"), 5 * kMiB);
   SECTION("the 5 MiB minimum") { five_mib_minimum(*store, s3_prefix("swift"), true); }
   SECTION("parts copied at once") { parallel_copies(env, *store, s3_prefix("swift")); }
+  SECTION("its if-match quirk is probed once per endpoint and process") {
+    // copy_parts() copied from a multipart source with x-amz-copy-source-if-match: Swift
+    // answered 412 and a HEAD showed the source unchanged.
+    CHECK(store->copy_if_match_known_broken());
+    auto fresh = s3_store_from_env(env, "lazycache-test");
+    CHECK(fresh->copy_if_match_known_broken());
+    const std::string p = s3_prefix("swift");
+    const ObjectInfo src = put_string(*fresh, p + "quirk-base", ramp(6, 0, 11 * kMiB));  // multipart (5 MiB parts)
+    auto up = start(*fresh, p + "quirk");
+    const uint64_t before = fresh->http().requests();
+    REQUIRE(up->copy_part(1, RangeRequest{p + "quirk-base", 0, 6 * kMiB, src.etag}).ok());
+    // The copy and the HEAD that pins it; a probe would add a refused copy and a HEAD.
+    CHECK(fresh->http().requests() - before == 2);
+  }
 }
 
 TEST_CASE("copy parts: s3rver 5", "[s3rver]") {
@@ -191,4 +205,6 @@ TEST_CASE("copy parts: s3rver 5", "[s3rver]") {
   auto store = s3_store_from_env(env, "lazycache-test");
   copy_parts(*store, s3_prefix("s3rver"), 5 * kMiB);
   SECTION("parts copied at once") { parallel_copies(env, *store, s3_prefix("s3rver")); }
+  // s3rver ignores x-amz-copy-source-if-match (docs/stores.md): no 412, nothing remembered.
+  CHECK(!store->copy_if_match_known_broken());
 }

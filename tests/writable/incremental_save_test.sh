@@ -134,7 +134,7 @@ echo one >> "$P/pkg-02/lib/f003.js"
 echo one >> "$T/pkg-02/lib/f003.js"
 if command -v strace > /dev/null; then
   # (LeakSanitizer cannot run under ptrace: leaks are checked by the other saves.)
-  ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 LAZYCACHE_SAVE_CROSSCHECK=0 strace -f -o "$W/strace" -e trace=newfstatat,fstatat64,statx,lstat,stat,getdents64,mkdir,mkdirat \
+  ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 LAZYCACHE_SAVE_CROSSCHECK=0 strace -f -o "$W/strace" -e trace=newfstatat,fstatat64,statx,lstat,stat,getdents64,mkdir,mkdirat,open,openat \
     "$LC" unmount --save "$P" > "$W/out" 2> "$W/err" || fail "save of one change: $(cat "$W/out" "$W/err")"
   stats=$(grep -c '\.js"' "$W/strace" || true)
   echo "stat calls on the tree's files during unmount --save: $stats"
@@ -143,6 +143,12 @@ if command -v strace > /dev/null; then
   # (an LMDB environment, its check, and a mkdir per blob directory: 256+ calls).
   mkdirs=$(grep -c 'mkdir.*/blobs/' "$W/strace" || true)
   [ "$mkdirs" -eq 0 ] || fail "unmount --save opened the chunk cache although it fetched no frame ($mkdirs mkdir calls under blobs/)"
+  # The changed file is read from upper/, not through the mount (issue 17): opened by its upper
+  # path, never by name under the mount point.
+  grep -q 'open.*/upper/pkg-02/lib/f003.js"' "$W/strace" || fail "the changed file was not read from upper/: $(grep f003 "$W/strace" | head -5)"
+  if grep -E 'openat\([0-9]+, "f003.js"|open.*"'"$P"'/pkg-02/lib/f003.js"' "$W/strace" | grep -v '/upper/' | grep -q .; then
+    fail "the changed file was read through the mount: $(grep f003 "$W/strace" | head -5)"
+  fi
 else
   echo "strace not installed: the stat count of unmount --save is not checked"
   LAZYCACHE_SAVE_CROSSCHECK=0 "$LC" unmount --save "$P" > "$W/out" 2> "$W/err" || fail "save of one change: $(cat "$W/out" "$W/err")"

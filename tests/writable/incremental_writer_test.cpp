@@ -535,3 +535,91 @@ TEST_CASE("directories_to_repeat: pre-existing directories and members after a d
   // b's member again at the end (a dead one before): b exists, so a is not touched.
   CHECK(format::directories_to_repeat(nodes, {1, 2, 3, 4, 5, 3}).empty());
 }
+
+// Issue 17: dead bytes are bounded per archive, not per unit. A unit that ends up a third dead
+// is still copied (the save compresses the changed files alone; a quarter per unit used to pack
+// it again), and an archive saved again and again, each time with other files changed, keeps
+// at most a quarter of its tar stream dead and stays near the size of a full pack.
+TEST_CASE("dead bytes are bounded per archive: a third-dead unit is copied, N saves stay bounded", "[incremental][dead]") {
+  TempDir t;
+  make_tree(t / "src");
+  pin_dir_mtimes(t / "src");
+  pack_paths(t.path(), {"src"}, t / "base", config_with());
+  // One frame of small files: members whose data lies in it, in stream order, until about a
+  // third of its bytes (headers and padded data) are theirs.
+  std::vector<std::string> edited;
+  std::set<std::string> changed;
+  uint64_t frame_bytes = 0, picked_bytes = 0;
+  {
+    auto reader = open_archive(t / "base");
+    const format::Index& idx = reader->index();
+    const auto frames = idx.frames();
+    const size_t k = frames.size() / 3;  // away from big.bin (first in path order) and the end
+    frame_bytes = frames[k].uncompressed_size;
+    std::vector<std::pair<uint64_t, format::EntryId>> in_frame;
+    for (format::EntryId id = 0; id < idx.entry_count(); ++id) {
+      const format::Entry e = idx.entry(id);
+      if (e.type != format::EntryType::kRegular || e.size == 0 || e.size > 4096) continue;
+      if (e.data_offset >= frames[k].uncompressed_offset && e.data_offset + e.size <= frames[k].uncompressed_offset + frame_bytes)
+        in_frame.emplace_back(e.data_offset, id);
+    }
+    std::sort(in_frame.begin(), in_frame.end());
+    for (const auto& [offset, id] : in_frame) {
+      const format::Entry e = idx.entry(id);
+      if (e.nlink > 1) continue;
+      // The whole member: pax header, header and padded data (index version 2 keeps its start).
+      const auto start = idx.member_offset(id);
+      REQUIRE(start.has_value());
+      const uint64_t member = e.data_offset + (e.size + 511) / 512 * 512 - *start;
+      if ((picked_bytes + member) * 100 > frame_bytes * 45) continue;
+      picked_bytes += member;
+      const std::string path = idx.path(id);  // "src/d4/f7"
+      edited.push_back(path.substr(4));
+      changed.insert(path);
+      if (picked_bytes * 3 >= frame_bytes) break;
+    }
+  }
+  INFO("frame of " << frame_bytes << " bytes, " << picked_bytes << " of them edited in " << edited.size() << " files, the first "
+                   << edited.front());
+  REQUIRE(picked_bytes * 4 > frame_bytes);  // more than the old per-unit quarter
+  for (size_t i = 0; i < edited.size(); ++i)
+    write_file(t / ("src/" + edited[i]), pattern(700 + i, 7000 + i));  // smaller than before: dead bytes stay
+  pin_dir_mtimes(t / "src");
+  auto first = incremental(t.path(), t / "base", changed, t / "gen1");
+  INFO("reused " << first.stats.frames_reused << ", compressed " << first.stats.frames_compressed << ", dead " << first.stats.dead_bytes);
+  CHECK(first.stats.members_superseded >= edited.size());                   // and directories written again at the end
+  CHECK(first.stats.file_bytes_compressed == sizes_of(t / "src", edited));  // the changed files, nothing around them
+  check_same_as_full_pack(t, t / "gen1", "third-dead");
+
+  // Twenty saves, each changing another tenth of the files (larger each time): dead copies pile
+  // up until the bound makes the deadest units be packed again.
+  std::vector<std::string> all;
+  for (int d = 0; d < 12; ++d)
+    for (int f = 0; f < 25; ++f)
+      if (!(d == 2 && f == 3)) all.push_back("d" + std::to_string(d) + "/f" + std::to_string(f));  // not the hardlink
+  std::string prev = t / "gen1";
+  double most_dead = 0;
+  for (int gen = 2; gen <= 21; ++gen) {
+    std::set<std::string> now;
+    for (size_t i = static_cast<size_t>(gen) % 10; i < all.size(); i += 10) {
+      write_file(t / ("src/" + all[i]), pattern(300 + static_cast<size_t>(gen) * 40 + i % 7, static_cast<uint64_t>(gen * 1000 + i)));
+      now.insert("src/" + all[i]);
+    }
+    pin_dir_mtimes(t / "src");
+    const std::string out = t / ("gen" + std::to_string(gen));
+    auto g = incremental(t.path(), prev, now, out);
+    auto reader = open_archive(out);
+    const uint64_t tar_bytes = reader->index().totals().uncompressed_bytes;
+    INFO("generation " << gen << ": dead " << g.stats.dead_bytes << " of " << tar_bytes);
+    CHECK(g.stats.dead_bytes * 4 <= tar_bytes);
+    most_dead = std::max(most_dead, static_cast<double>(g.stats.dead_bytes) / static_cast<double>(tar_bytes));
+    prev = out;
+  }
+  // The bound was reached (so it is what held the archive), and the archive stayed within about
+  // 4/3 of a full pack of the same tree (plus frames cut at other places).
+  CHECK(most_dead > 0.15);
+  check_same_as_full_pack(t, prev, "gen21");
+  const uint64_t full = slurp(t / "full-gen21").size(), last = slurp(prev).size();
+  INFO("full pack " << full << " bytes, 21st generation " << last);
+  CHECK(last * 2 <= full * 3);
+}

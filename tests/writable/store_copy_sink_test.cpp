@@ -170,23 +170,34 @@ TEST_CASE("store copy sink: a long range is copied as parts the store copies at 
   CHECK(r.sink->counts().bytes_read_back == 0);
 }
 
-// An upload that takes parts in any order (as S3's does): its copy_parts holds until a part
-// numbered after its own is uploaded meanwhile (at most 20 s), and says whether one was.
+// An upload that takes parts in any order (as S3's does). Each copy holds (at most 20 s) until
+// `together` copies are in flight at once and a part numbered after every copy was uploaded
+// meanwhile, and says whether both happened: a sink that ran its copies one after the other,
+// or made the writer wait for them, times out instead. `refuse`: every copy answers 501.
 class AnyOrderUpload final : public MultipartUpload {
  public:
-  AnyOrderUpload(ObjectStore& store, std::map<int, std::string>& parts, bool& overlapped)
-      : store_(store), parts_(parts), overlapped_(overlapped) {}
+  AnyOrderUpload(ObjectStore& store, std::map<int, std::string>& parts, int together, bool refuse = false)
+      : store_(store), parts_(parts), together_(together), refuse_(refuse) {}
   uint64_t min_part_bytes() const override { return 5 * kMiB; }
   uint64_t max_part_bytes() const override { return 5ull << 30; }
   bool parts_in_any_order() const override { return true; }
   Status upload_part(int number, std::span<const std::byte> bytes) override {
     std::lock_guard lock(mu_);
+    if (parts_.count(number)) return Status(ErrorCode::kInvalidArgument, "part sent twice");
     parts_[number].assign(reinterpret_cast<const char*>(bytes.data()), bytes.size());
     highest_uploaded_ = std::max(highest_uploaded_, number);
     cv_.notify_all();
     return Status();
   }
   Status copy_part(int number, const RangeRequest& source) override {
+    if (refuse_) return Status(ErrorCode::kUnsupported, "UploadPartCopy: HTTP 501 NotImplemented");
+    {
+      std::unique_lock lock(mu_);
+      ++entered_;
+      cv_.notify_all();
+      const bool ok = cv_.wait_for(lock, std::chrono::seconds(20), [&] { return entered_ >= together_ && highest_uploaded_ > number; });
+      all_overlapped_ = all_overlapped_ && ok;
+    }
     std::string bytes(source.length, '\0');
     auto n = store_.get_range(source, std::as_writable_bytes(std::span<char>(bytes)));
     if (!n.ok()) return n.error();
@@ -194,13 +205,10 @@ class AnyOrderUpload final : public MultipartUpload {
     parts_[number] = std::move(bytes);
     return Status();
   }
-  Status copy_parts(int first_number, const std::vector<RangeRequest>& sources, int concurrency) override {
-    const int last = first_number + static_cast<int>(sources.size()) - 1;
-    {
-      std::unique_lock lock(mu_);
-      overlapped_ = cv_.wait_for(lock, std::chrono::seconds(20), [&] { return highest_uploaded_ > last; });
-    }
-    return MultipartUpload::copy_parts(first_number, sources, concurrency);
+  Status check_copy_sources(const std::vector<RangeRequest>& sources) override {
+    std::lock_guard lock(mu_);
+    checks_ += static_cast<int>(sources.size());
+    return Status();
   }
   Result<ObjectInfo> complete() override {
     std::lock_guard lock(mu_);
@@ -209,33 +217,63 @@ class AnyOrderUpload final : public MultipartUpload {
       if (number != expect++) return Status(ErrorCode::kInvalidArgument, "part " + std::to_string(expect - 1) + " missing");
     return ObjectInfo{"out", 0, "\"e\"", 0};
   }
+  bool all_overlapped() const { return all_overlapped_ && entered_ >= together_; }
+  int checks() const { return checks_; }
 
  private:
   ObjectStore& store_;
   std::map<int, std::string>& parts_;
-  bool& overlapped_;
+  const int together_;
+  const bool refuse_;
   std::mutex mu_;
   std::condition_variable cv_;
-  int highest_uploaded_ = 0;
+  int highest_uploaded_ = 0, entered_ = 0, checks_ = 0;
+  bool all_overlapped_ = true;
 };
 
-TEST_CASE("store copy sink: where parts go in any order, copies run while later parts are uploaded", "[copy-sink]") {
+TEST_CASE("store copy sink: where parts go in any order, all copies run at once while later parts are uploaded", "[copy-sink]") {
   Fixture f;
   std::map<int, std::string> parts;
-  bool overlapped = false;
+  auto owned = std::make_unique<AnyOrderUpload>(*f.store, parts, 5);
+  AnyOrderUpload& upload = *owned;
   {
-    cli::StoreCopySink sink(f.store, std::make_unique<AnyOrderUpload>(*f.store, parts, overlapped),
-                            RangeRequest{"base", 0, 0, f.base_info.etag}, 16 * kMiB, 4);
-    REQUIRE(sink.copy_range(0, 40 * kMiB).ok());  // 8 MiB copied first, alone; the rest in the background
+    cli::StoreCopySink sink(f.store, std::move(owned), RangeRequest{"base", 0, 0, f.base_info.etag}, 16 * kMiB, 8);
+    // Two ranges: 3 parts of 8 MiB and 2 of 8 MiB, all five in flight together (no first copy
+    // alone, no range waiting for the one before).
+    REQUIRE(sink.copy_range(0, 24 * kMiB).ok());
+    REQUIRE(write(sink, pattern(8, 5 * kMiB)).ok());  // between the ranges: a part of its own
+    REQUIRE(sink.copy_range(24 * kMiB, 16 * kMiB).ok());
     const std::string later = pattern(7, 16 * kMiB);
     REQUIRE(write(sink, later).ok());  // a whole part: uploaded now, while the copies wait for it
     REQUIRE(write(sink, "tail").ok());
     REQUIRE(sink.commit().ok());
     std::string object;
     for (const auto& [number, bytes] : parts) object += bytes;
-    CHECK(object == f.base + later + "tail");
+    CHECK(object == f.base.substr(0, 24 * kMiB) + pattern(8, 5 * kMiB) + f.base.substr(24 * kMiB) + later + "tail");
+    CHECK(sink.counts().parts_copied == 5);
+    CHECK(sink.counts().bytes_copied == 40 * kMiB);
+    CHECK(upload.all_overlapped());
+    CHECK(upload.checks() == 1);  // the source's pin checked once for all copies
   }
-  CHECK(overlapped);
+}
+
+TEST_CASE("store copy sink: where parts go in any order, a refused copy is sent by its lane", "[copy-sink]") {
+  Fixture f;
+  std::map<int, std::string> parts;
+  {
+    cli::StoreCopySink sink(f.store, std::make_unique<AnyOrderUpload>(*f.store, parts, 0, true),
+                            RangeRequest{"base", 0, 0, f.base_info.etag}, 8 * kMiB, 4);
+    REQUIRE(sink.copy_range(0, 30 * kMiB).ok());
+    REQUIRE(write(sink, "x").ok());
+    REQUIRE(sink.commit().ok());
+    REQUIRE(sink.copy_range(0, 0).code() == ErrorCode::kInvalidArgument);  // committed
+    std::string object;
+    for (const auto& [number, bytes] : parts) object += bytes;
+    CHECK(object == f.base.substr(0, 30 * kMiB) + "x");
+    CHECK(sink.copy_refused().find("NotImplemented") != std::string::npos);
+    CHECK(sink.counts().bytes_copied == 0);
+    CHECK(sink.counts().bytes_read_back == 30 * kMiB);
+  }
 }
 
 TEST_CASE("copy pieces: one per lane, none below the minimum or above the maximum, no short last", "[copy-sink]") {

@@ -1,0 +1,116 @@
+// SPDX-License-Identifier: MIT
+// tools/base_entry.h: the base of an incremental save opened with one ranged GET when the save
+// record holds the entry's size and tail (issue 17), and as before (HEAD, then the reader's
+// reads) from a record written before those lines.
+#include "tools/base_entry.h"
+
+#include <catch2/catch.hpp>
+#include <string>
+
+#include "common/posix_files.h"
+#include "remote/testing/memory_object_store.h"
+#include "tests/format/archive_test_util.h"
+#include "tests/format/tree_util.h"
+
+using namespace lazycache;
+using namespace lazycache::cli;
+using remote::testing::MemoryObjectStore;
+using remote::testing::StoreOp;
+
+namespace {
+
+// An archive whose index is larger than the 256 KiB that ArchiveReader::open reads first (so
+// opening it without the record takes two GETs), stored in `store` as "base".
+remote::ObjectInfo store_base(MemoryObjectStore& store, const lazycache::testing::TempDir& dir, size_t files) {
+  REQUIRE(make_dirs(dir / "t").ok());
+  for (size_t i = 0; i < files; ++i)
+    lazycache::testing::write_file(dir / ("t/file-with-a-long-name-" + std::to_string(i * 7919) + ".js"),
+                                   lazycache::testing::pattern(40, i));
+  lazycache::testing::pack_paths(dir.path(), {"t"}, dir / "a.tar.zst");
+  auto bytes = read_whole_file(dir / "a.tar.zst", 1u << 30);
+  REQUIRE(bytes.ok());
+  return store.put_bytes("base", *bytes);
+}
+
+}  // namespace
+
+TEST_CASE("the base of an incremental save is opened with one GET from a full save record", "[unit]") {
+  lazycache::testing::TempDir dir;
+  auto store = std::make_shared<MemoryObjectStore>();
+  const remote::ObjectInfo info = store_base(*store, dir, 10000);
+  auto local = lazycache::testing::open_archive(dir / "a.tar.zst");
+  SaveRecord r;
+  r.base_etag = info.etag;
+  r.base_size = info.size;
+  r.base_tail = base_tail_bytes(local->index(), info.size);
+  REQUIRE(r.base_tail > 256 * 1024);  // the case that took three requests
+  REQUIRE(r.base_tail < info.size);
+
+  SECTION("one ranged GET, no HEAD") {
+    auto base = open_base_entry(store, "base", r);
+    INFO((base.ok() ? std::string() : base.error().to_string()));
+    REQUIRE(base.ok());
+    CHECK(store->calls(StoreOp::kHead) == 0);
+    CHECK(store->calls(StoreOp::kGetRange) == 1);
+    CHECK(base->reader->index().entry_count() == local->index().entry_count());
+    CHECK(base->object.etag == info.etag);
+    // Frames are read through the pinned source, not the prefetched tail.
+    auto frame = base->reader->read_frame(0);
+    REQUIRE(frame.ok());
+    CHECK(*frame == *local->read_frame(0));
+  }
+  SECTION("a record from before base_size: HEAD, then the reader's two reads") {
+    r.base_size = 0;
+    r.base_tail = 0;
+    auto base = open_base_entry(store, "base", r);
+    REQUIRE(base.ok());
+    CHECK(store->calls(StoreOp::kHead) == 1);
+    CHECK(store->calls(StoreOp::kGetRange) == 2);
+    CHECK(base->reader->index().entry_count() == local->index().entry_count());
+  }
+  SECTION("an entry replaced after the mount is not built on, with or without the new lines") {
+    auto bytes = store->get_bytes("base");
+    REQUIRE(bytes.ok());
+    store->put_bytes("base", *bytes);  // the same bytes uploaded again: another ETag
+    auto base = open_base_entry(store, "base", r);
+    REQUIRE(!base.ok());
+    CHECK(base.error().code() == ErrorCode::kPreconditionFailed);
+    CHECK(base.error().message().find("was replaced after it was mounted") != std::string::npos);
+    r.base_size = 0;
+    auto old = open_base_entry(store, "base", r);
+    REQUIRE(!old.ok());
+    CHECK(old.error().code() == ErrorCode::kPreconditionFailed);
+  }
+  SECTION("a deleted entry: kNotFound") {
+    REQUIRE(store->remove("base").ok());
+    auto base = open_base_entry(store, "base", r);
+    REQUIRE(!base.ok());
+    CHECK(base.error().code() == ErrorCode::kNotFound);
+  }
+}
+
+TEST_CASE("base_tail_bytes is what follows the last data frame, and a save record keeps it", "[unit]") {
+  lazycache::testing::TempDir dir;
+  auto store = std::make_shared<MemoryObjectStore>();
+  const remote::ObjectInfo info = store_base(*store, dir, 20);
+  auto local = lazycache::testing::open_archive(dir / "a.tar.zst");
+  const auto frames = local->index().frames();
+  const uint64_t tail = base_tail_bytes(local->index(), info.size);
+  CHECK(tail == info.size - frames.back().compressed_offset - frames.back().compressed_size);
+  SaveRecord r;
+  r.path = "/w";
+  r.primary_key = "k";
+  r.base_etag = info.etag;
+  r.base_size = info.size;
+  r.base_tail = tail;
+  auto back = SaveRecord::parse(r.to_text());
+  REQUIRE(back.ok());
+  CHECK(back->base_size == info.size);
+  CHECK(back->base_tail == tail);
+  // A small tail: the GET still covers the 256 KiB (here: the whole object) the reader reads first.
+  auto base = open_base_entry(store, "base", *back);
+  REQUIRE(base.ok());
+  CHECK(store->calls(StoreOp::kGetRange) == 1);
+  CHECK(store->calls(StoreOp::kHead) == 0);
+  CHECK(!SaveRecord::parse("format=2\npath=/w\nprimary_key=k\nbase_tail=x\n").ok());
+}
