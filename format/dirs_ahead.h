@@ -14,6 +14,7 @@
 // writes into; every directory is made and opened relative to its parent's descriptor with
 // O_NOFOLLOW | O_DIRECTORY (DirStack), and the thread is joined before any symlink or hardlink of
 // the archive is created, so it can never meet a link.
+// Descriptors: a DirStack of its own, so as many again as the write walk's (bounded in the depth).
 // Best effort: the first failure stops the thread (the walk then meets the same failure and
 // reports it with the entry's name). Thread-safe: made() from any thread; the destructor stops and
 // joins.

@@ -615,8 +615,7 @@ Status Extractor::split_piece(FileWriterPool& writers, const std::shared_ptr<Spl
   return writers.submit(frame, [this, sf, data, n, offset] {
     uint64_t end = 0;
     Status s = pwrite_sparse(sf->af.file.get(), data, n, offset, end, idx_.path(sf->af.id));
-    for (uint64_t seen = sf->end_written.load(); end > seen && !sf->end_written.compare_exchange_weak(seen, end);) {
-    }
+    for (uint64_t seen = sf->end_written.load(); end > seen && !sf->end_written.compare_exchange_weak(seen, end);) {}
     if (!s.ok()) return s;  // the extract fails and removes the staged tree
     return drop_split_hold(*sf);
   });

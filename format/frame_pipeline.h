@@ -139,12 +139,12 @@ class FramePipeline {
     std::string_view bytes;
     std::shared_ptr<const std::string> part;
   };
-  std::map<size_t, Fetched> todo_;        // guarded by mu_: fetched frames to decode, by seq
-  std::map<size_t, Result<Frame>> done_;  // guarded by mu_: decoded frames by seq
-  size_t next_take_ = 0;                  // guarded by mu_: the consumer's next position
+  std::map<size_t, Fetched> todo_;                            // guarded by mu_: fetched frames to decode, by seq
+  std::map<size_t, Result<Frame>> done_;                      // guarded by mu_: decoded frames by seq
+  size_t next_take_ = 0;                                      // guarded by mu_: the consumer's next position
   std::chrono::steady_clock::time_point first_in_, last_in_;  // guarded by mu_
-  Status error_;                          // guarded by mu_
-  std::vector<std::jthread> workers_;     // last: joined first on destruction
+  Status error_;                                              // guarded by mu_
+  std::vector<std::jthread> workers_;                         // last: joined first on destruction
 };
 
 }  // namespace lazycache::format

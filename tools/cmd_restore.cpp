@@ -94,9 +94,9 @@ int extract(const ArgParser& args, std::shared_ptr<remote::ObjectStore> store, c
   double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   if (args.has("verbose")) std::cerr << "lazycache restore: timeline: " << timeline.text() << "\n";
   if (json) {
-    std::cout << RestoreJson{entry.primary_key,        entry.match->key, described,
-                             entry.cache_hit(),        "extract",        stats->files,
-                             stats->file_bytes,        entry_bytes,      stats->compressed_bytes_read,
+    std::cout << RestoreJson{entry.primary_key,         entry.match->key, described,
+                             entry.cache_hit(),         "extract",        stats->files,
+                             stats->file_bytes,         entry_bytes,      stats->compressed_bytes_read,
                              static_cast<uint64_t>(ms), timeline.json()}
                      .to_json()
               << "\n";
@@ -104,9 +104,9 @@ int extract(const ArgParser& args, std::shared_ptr<remote::ObjectStore> store, c
   }
   char rate[64];
   std::snprintf(rate, sizeof rate, "%.1f MiB in %.0f ms", static_cast<double>(stats->file_bytes) / (1 << 20), ms);
-  std::cout << "restored key " << entry.match->key << (entry.cache_hit() ? "" : " (restore key match)") << " from " << described
-            << ": " << stats->files << " files, " << rate << ", " << stats->frames_read << " frames in " << requests
-            << " range requests (" << stats->concurrency << " x " << human_bytes(stats->part_size_bytes) << ")\n";
+  std::cout << "restored key " << entry.match->key << (entry.cache_hit() ? "" : " (restore key match)") << " from " << described << ": "
+            << stats->files << " files, " << rate << ", " << stats->frames_read << " frames in " << requests << " range requests ("
+            << stats->concurrency << " x " << human_bytes(stats->part_size_bytes) << ")\n";
   return kExitOk;
 }
 

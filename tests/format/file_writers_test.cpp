@@ -164,11 +164,11 @@ TEST_CASE("files spanning frames are written in pieces by the writers, byte for 
   TempDir src, work;
   REQUIRE(::mkdir((src / "r").c_str(), 0755) == 0);
   write_file(src / "r/big", pattern(3u << 20, 11), 0640);  // 12 frames of 256 KiB
-  std::string tail_hole(2u << 20, '\0');                    // data, then a hole to the end
+  std::string tail_hole(2u << 20, '\0');                   // data, then a hole to the end
   tail_hole.replace(0, 70000, pattern(70000, 3));
   write_file(src / "r/tail_hole", tail_hole, 0644);
   write_file(src / "r/zeros", std::string(1u << 20, '\0'), 0600);  // a hole only
-  std::string middle(1u << 20, 'm');                                // a hole between data
+  std::string middle(1u << 20, 'm');                               // a hole between data
   std::fill(middle.begin() + 300000, middle.begin() + 700000, '\0');
   write_file(src / "r/middle", middle, 0755);
   write_file(src / "r/small", "s\n", 0644);
