@@ -38,7 +38,7 @@ void DirStack::truncate(size_t size) {
 Status DirStack::push(EntryId id, const Describe& what) {
   const int parent = fd_at(levels_.size() - 1);
   ++openat_calls_;
-  if (create_missing_) {
+  if (create_missing_ && !(exists_ && exists_(id))) {
     const std::string name = tree_.name(id);
     if (::mkdirat(parent, name.c_str(), 0700) != 0 && errno != EEXIST) return errno_status("creating directory for " + what());
   }

@@ -49,7 +49,12 @@ class DirStack {
   // descriptor, like the walk) before it is opened: extraction into a staged target creates each
   // directory just before its first entry, as tar does (ext4 allocates inodes faster that way
   // than for all directories first, then all files). Until the next reset.
-  void set_create_missing(bool create) { create_missing_ = create; }
+  // `exists` (optional) says a directory is known to be there already (format/dirs_ahead.h made
+  // it): its mkdirat is skipped.
+  void set_create_missing(bool create, std::function<bool(EntryId)> exists = {}) {
+    create_missing_ = create;
+    exists_ = std::move(exists);
+  }
 
   size_t open_descriptors() const;
   uint64_t openat_calls() const { return openat_calls_; }
@@ -67,6 +72,7 @@ class DirStack {
   Tree tree_;
   bool ready_ = false;
   bool create_missing_ = false;
+  std::function<bool(EntryId)> exists_;
   int base_fd_ = -1;
   std::vector<Level> levels_;                     // levels_[0] is `top` (its fd: base_fd_)
   std::unordered_map<EntryId, size_t> level_of_;  // entry -> its index in levels_

@@ -30,17 +30,18 @@
 #include <unordered_map>
 
 #include "format/dir_stack.h"
+#include "format/dirs_ahead.h"
 #include "format/file_writer_pool.h"
 #include "format/frame_pipeline.h"
 #include "format/fs_util.h"
 #include "format/hashing.h"
 #include "format/quote.h"
+#include "format/sparse_write.h"
 
 namespace lazycache::format {
 
 namespace {
 
-constexpr size_t kZeroProbeBytes = 64 * 1024;
 // A batch handed to a file writer: up to this many files or bytes (see write_files). 32 small
 // files are about 1/14 of a 4 MiB frame of the node tree, so 8 writers still share every frame.
 constexpr size_t kBatchFiles = 32;
@@ -178,10 +179,14 @@ class Extractor {
       dirs_.reset(&idx_, targets_[target].base.get(), cfg_.targets[target].entry);
       // Staged targets: directories are made by the walk just before their first entry (see
       // DirStack::set_create_missing); make_dirs(true) makes the rest (empty ones) afterwards.
-      dirs_.set_create_missing(targets_[target].staged && walk_creates_);
+      dirs_.set_create_missing(targets_[target].staged && walk_creates_, [this, target](EntryId d) { return made_ahead(target, d); });
       dirs_target_ = target;
     }
     return dirs_.open(dir, [&] { return entry_label(it); });
+  }
+  // Whether the directories-ahead thread has made directory `dir` of target `target`.
+  bool made_ahead(uint32_t target, EntryId dir) const {
+    return ahead_ && target < ahead_job_.size() && ahead_job_[target] != SIZE_MAX && ahead_->made(ahead_job_[target], dir);
   }
   std::string leaf_name(const Item& it) const { return targets_[it.target].is_dir ? std::string(it.e.name) : targets_[it.target].leaf; }
   std::string tmp_name() { return extract_temporary_name(tmp_counter_++); }
@@ -285,6 +290,7 @@ class Extractor {
   Status select_items();
   Status make_dirs(bool staged_pass);
   void start_fetch();
+  void start_dirs_ahead();
   Status write_files();
   Status start_file(const Item& it, ActiveFile& af);
   Status open_file(const Item& it, ActiveFile& af);
@@ -299,6 +305,12 @@ class Extractor {
     cfg_.progress(p);
   }
   Status write_piece(ActiveFile& af, const char* data, size_t n);
+  // A staged file spanning frames, its pieces written by the file writers (see SplitFile).
+  struct SplitFile;
+  Status start_split_file(const Item& it, std::shared_ptr<SplitFile>& out);
+  Status split_piece(FileWriterPool& writers, const std::shared_ptr<SplitFile>& sf, const FileWriterPool::Frame& frame, const char* data,
+                     size_t n);
+  Status drop_split_hold(SplitFile& sf);
   Status finish_file(const Item& it, ActiveFile& af);
   Status link_tmpfile(ActiveFile& af, const Item& it);
   Status make_links();
@@ -344,6 +356,10 @@ class Extractor {
   std::vector<PendingFile> pending_;
   std::vector<uint32_t> frames_;
   std::unique_ptr<FramePipeline> pipe_;
+  // Staged targets' directories made from the index by a thread of their own (format/dirs_ahead.h),
+  // started with the fetch; ahead_job_[target] is its job for that target (SIZE_MAX: none).
+  std::unique_ptr<DirsAhead> ahead_;
+  std::vector<size_t> ahead_job_;
 };
 
 bool Extractor::can_stage(const std::string& dest) const {
@@ -485,6 +501,10 @@ Status Extractor::make_dirs(bool staged_pass) {
         ++stats_.dirs;
         continue;
       }
+      if (made_ahead(it.target, it.id)) {
+        ++stats_.dirs;
+        continue;
+      }
       // Only this run writes in a staged target: a directory that exists was made by the walk.
       LC_ASSIGN_OR_RETURN(int dir, parent_dir(it));
       if (::mkdirat(dir, leaf_name(it).c_str(), 0700) != 0 && errno != EEXIST)
@@ -556,29 +576,56 @@ Status Extractor::open_file(const Item& it, ActiveFile& af) {
 
 Status Extractor::write_piece(ActiveFile& af, const char* data, size_t n) {
   af.hash.update(std::as_bytes(std::span<const char>(data, n)));
-  // Runs of zeros become holes: big sparse files (VM images, caches) stay sparse on disk.
-  size_t pos = 0;
-  while (pos < n) {
-    size_t len = std::min(kZeroProbeBytes, n - pos);
-    const char* p = data + pos;
-    bool zero = p[0] == 0 && std::memcmp(p, p + 1, len - 1) == 0;
-    if (!zero) {
-      size_t done = 0;
-      while (done < len) {
-        ssize_t w = ::pwrite(af.file.get(), p + done, len - done, static_cast<off_t>(af.written + pos + done));
-        if (w < 0) {
-          if (errno == EINTR) continue;
-          return errno_status("writing " + idx_.path(af.id));
-        }
-        done += static_cast<size_t>(w);
-      }
-      af.end_written = af.written + pos + len;
-    }
-    pos += len;
-  }
+  LC_RETURN_IF_ERROR(pwrite_sparse(af.file.get(), data, n, af.written, af.end_written, idx_.path(af.id)));
   af.written += n;
   bytes_written_ += n;
   return Status();
+}
+
+// The taking thread hashes each piece of a split file in order and hands its write to a file
+// writer; whoever drops the last hold (the last piece written, or the taking thread after the
+// last piece) finishes the file. Memory order: the holds are released with acq_rel, so the
+// finisher sees every piece's end and the taking thread's hash.
+struct Extractor::SplitFile {
+  const Item* it = nullptr;
+  std::shared_ptr<Fd> dir;  // the parent's descriptor, shared with the batches in it
+  ActiveFile af;            // file, hash and `written`: the taking thread's until its hold goes
+  std::atomic<uint64_t> end_written{0};
+  std::atomic<int> holds{1};  // pieces in flight + the taking thread's
+};
+
+Status Extractor::start_split_file(const Item& it, std::shared_ptr<SplitFile>& out) {
+  auto sf = std::make_shared<SplitFile>();
+  sf->it = &it;
+  LC_ASSIGN_OR_RETURN(sf->dir, shared_parent_dir(it));
+  sf->af.dir = sf->dir->get();
+  LC_RETURN_IF_ERROR(open_file(it, sf->af));
+  out = std::move(sf);
+  return Status();
+}
+
+Status Extractor::split_piece(FileWriterPool& writers, const std::shared_ptr<SplitFile>& sf, const FileWriterPool::Frame& frame,
+                              const char* data, size_t n) {
+  ActiveFile& af = sf->af;
+  af.hash.update(std::as_bytes(std::span<const char>(data, n)));
+  const uint64_t offset = af.written;
+  af.written += n;
+  bytes_written_ += n;
+  sf->holds.fetch_add(1, std::memory_order_relaxed);
+  return writers.submit(frame, [this, sf, data, n, offset] {
+    uint64_t end = 0;
+    Status s = pwrite_sparse(sf->af.file.get(), data, n, offset, end, idx_.path(sf->af.id));
+    for (uint64_t seen = sf->end_written.load(); end > seen && !sf->end_written.compare_exchange_weak(seen, end);) {}
+    if (!s.ok()) return s;  // the extract fails and removes the staged tree
+    return drop_split_hold(*sf);
+  });
+}
+
+Status Extractor::drop_split_hold(SplitFile& sf) {
+  if (sf.holds.fetch_sub(1, std::memory_order_acq_rel) != 1) return Status();
+  sf.af.end_written = sf.end_written.load();
+  ++files_by_writers_;
+  return finish_file(*sf.it, sf.af);
 }
 
 Status Extractor::finish_file(const Item& it, ActiveFile& af) {
@@ -673,6 +720,22 @@ void Extractor::start_fetch() {
   stats_.parts = static_cast<uint32_t>(pipe_->part_count());
 }
 
+void Extractor::start_dirs_ahead() {
+  if (!cfg_.dirs_ahead) return;
+  std::vector<DirsAhead::Job> jobs;
+  ahead_job_.assign(targets_.size(), SIZE_MAX);
+  for (uint32_t t = 0; t < targets_.size(); ++t) {
+    if (!targets_[t].staged) continue;
+    DirsAhead::Job job{targets_[t].base.get(), cfg_.targets[t].entry, {}};
+    for (const Item& it : items_)
+      if (it.target == t && it.e.type == EntryType::kDirectory && it.id != job.top) job.dirs.push_back(it.id);
+    if (job.dirs.empty()) continue;
+    ahead_job_[t] = jobs.size();
+    jobs.push_back(std::move(job));
+  }
+  if (!jobs.empty()) ahead_ = std::make_unique<DirsAhead>(idx_, std::move(jobs));
+}
+
 Status Extractor::write_files() {
   const auto& files = pending_;
   const auto& frames = frames_;
@@ -685,7 +748,8 @@ Status Extractor::write_files() {
     writers = std::make_unique<FileWriterPool>(writer_count(), std::max<uint64_t>(cfg_.max_inflight_bytes / 4, 1));
   size_t next = 0;  // next file in `files` to start
   ActiveFile af;
-  const PendingFile* current = nullptr;  // the file af holds
+  std::shared_ptr<SplitFile> split;      // instead of af: a staged file spanning frames
+  const PendingFile* current = nullptr;  // the file af (or split) holds
   bool active = false;
   auto finish_error = [&](Status s) {
     if (active && !af.tmp.empty()) ::unlinkat(af.dir, af.tmp.c_str(), 0);
@@ -765,17 +829,25 @@ Status Extractor::write_files() {
         if (writers) {  // the writers get what is batched before this thread writes a file itself
           if (Status s = flush(); !s.ok()) return finish_error(s);
         }
-        if (Status s = start_file(items_[current->item], af); !s.ok()) return finish_error(s);
+        const Item& it = items_[current->item];
+        // A staged file spanning frames: its pieces go to the writers, one per frame.
+        Status started = writers && targets_[it.target].staged ? start_split_file(it, split) : start_file(it, af);
+        if (!started.ok()) return finish_error(started);
         active = true;
         ++next;
       }
-      uint64_t from = current->offset + af.written;
+      ActiveFile& file = split ? split->af : af;
+      uint64_t from = current->offset + file.written;
       uint64_t to = std::min(current->offset + current->size, f_end);
       if (from < f.uncompressed_offset) return finish_error(Status(ErrorCode::kInternal, "frame order bug"));
-      if (Status s = write_piece(af, frame->data() + (from - f.uncompressed_offset), to - from); !s.ok()) return finish_error(s);
-      if (af.written < current->size) break;  // continues in the next frame
+      const char* piece = frame->data() + (from - f.uncompressed_offset);
+      Status wrote = split ? split_piece(*writers, split, frame, piece, to - from) : write_piece(af, piece, to - from);
+      if (!wrote.ok()) return finish_error(wrote);
+      if (file.written < current->size) break;  // continues in the next frame
       active = false;
-      if (Status s = finish_file(items_[current->item], af); !s.ok()) return finish_error(s);
+      Status finished = split ? drop_split_hold(*split) : finish_file(items_[current->item], af);
+      split.reset();
+      if (!finished.ok()) return finish_error(finished);
       report_progress();
     }
     if (writers) {
@@ -791,6 +863,8 @@ Status Extractor::write_files() {
   }
   shared_dir_.reset();
   stats_.compressed_bytes_read = pipe.compressed_read();
+  stats_.first_data = pipe.first_part_in();
+  stats_.last_data = pipe.last_part_in();
   return Status();
 }
 
@@ -1033,9 +1107,14 @@ Result<ExtractStats> Extractor::run() {
   if (st.ok()) st = select_items();
   if (st.ok()) st = check_symlinks();  // before anything is written
   if (st.ok()) start_fetch();
+  if (st.ok()) start_dirs_ahead();
   if (st.ok()) st = make_dirs(false);
   if (st.ok()) st = write_files();
   pipe_.reset();  // cancels and joins: no thread outlives the data phase
+  if (ahead_) {
+    ahead_->stop();  // joined before any link is made (and before a rollback)
+    stats_.dirs_ahead = ahead_->made_count();
+  }
   if (st.ok()) st = make_links();
   if (st.ok()) st = make_symlinks();
   if (st.ok()) st = make_dirs(true);  // the staged targets' directories no entry needed on the way

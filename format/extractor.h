@@ -5,13 +5,18 @@
 // tar-stream order, then hardlinks, symlinks and finally directory modes/mtimes (deepest first).
 // File data flows through a pipeline (format/frame_pipeline.h): `concurrency` fetch threads read
 // parts of up to `part_size_bytes` of adjacent frames, one ranged read each, all in flight from the
-// first byte; `threads` workers verify (XXH3-128 of the compressed bytes) and decompress each frame
-// as its part arrives, and the calling thread takes them in order. In a staged target (below) each
-// file that lies whole in one frame is handed to one of `writers` file-writer threads
-// (format/file_writer_pool.h), which create, write, set the metadata of and close it; files
-// spanning frames, and every file of a target that already existed, are written by the calling
-// thread. Its directory is made (by the calling thread's walk) before a file is handed over, and
-// every writer has finished before hardlinks, symlinks and directory metadata are made. Memory is
+// first byte; each part is checked as it arrives (XXH3-128 of the compressed bytes, once) and
+// `threads` workers decompress its frames, and the calling thread takes them in order. In a staged
+// target (below) each file that lies whole in one frame is handed to one of `writers` file-writer
+// threads (format/file_writer_pool.h), which create, write, set the metadata of and close it; a
+// file spanning frames is created by the calling thread, which hashes its pieces in order and
+// hands each frame's piece to a writer (pwrite at its offset), the last one to finish setting its
+// metadata; every file of a target that already existed is written by the calling thread. The
+// directories of a staged target are made from the index by a thread of their own
+// (format/dirs_ahead.h) while the first frames arrive; the calling thread's walk makes any it gets
+// to first, so a file's directory exists before the file is handed over. Every writer has
+// finished, and the directories thread is joined, before hardlinks, symlinks and directory
+// metadata are made. Memory is
 // bounded by about `max_inflight_bytes` of compressed plus decoded frames, plus a quarter of it
 // of decoded frames the writers still read.
 //
@@ -40,6 +45,7 @@
 // (files, symlinks and whole directories it made): nothing half-restored stays under a final name.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -92,6 +98,9 @@ struct ExtractConfig {
   // Files as unnamed O_TMPFILEs linked into place (see above); false: named temporaries renamed
   // into place, the fallback used anyway where O_TMPFILE or /proc/self/fd is missing.
   bool unnamed_temporaries = true;
+  // New (staged) targets: a thread makes their directories from the index while the first
+  // frames are on their way (format/dirs_ahead.h); false: the write walk makes each one.
+  bool dirs_ahead = true;
   // The archive's first bytes, already on their way (format/archive_head.h): `restore` starts
   // reading them before the archive is opened. Optional.
   std::shared_ptr<const ArchiveHead> head;
@@ -110,6 +119,9 @@ struct ExtractStats {
   uint64_t stale_temporaries = 0;  // ".lazycache-tmp.PID.N" of dead writers removed
   uint64_t files_by_writers = 0;   // of `files`, written by the file writers (not the calling thread)
   uint64_t dir_opens = 0;          // directory openat calls of the walks (linear in the entries, any depth)
+  uint64_t dirs_ahead = 0;         // directories the directories-ahead thread made (or found made)
+  // When the first and the last part of frame data were in and checked (unset: no frame data).
+  std::chrono::steady_clock::time_point first_data, last_data;
   double seconds = 0;
 };
 

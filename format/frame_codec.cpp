@@ -45,8 +45,12 @@ Result<std::string> compress_frame(std::span<const std::byte> data, int level) {
   return std::string(scratch.get(), n);
 }
 
-Status decode_frame_checked_into(const FrameInfo& frame, uint32_t frame_number, std::span<const std::byte> compressed,
-                                 std::span<std::byte> out) {
+namespace {
+
+// Both decode_frame_checked_into() and decode_digested_frame_into(): `digest_checked` says the
+// caller has already checked the compressed bytes' XXH3-128 (FrameSource::check).
+Status decode_into(const FrameInfo& frame, uint32_t frame_number, std::span<const std::byte> compressed, std::span<std::byte> out,
+                   bool digest_checked) {
   auto corrupt = [&](const std::string& what) {
     return Status(ErrorCode::kCorrupt, "frame " + std::to_string(frame_number) + ": " + what);
   };
@@ -55,7 +59,7 @@ Status decode_frame_checked_into(const FrameInfo& frame, uint32_t frame_number, 
                                                    std::to_string(out.size()) + " bytes for " + std::to_string(frame.uncompressed_size));
   if (compressed.size() != frame.compressed_size)
     return corrupt("got " + std::to_string(compressed.size()) + " bytes, expected " + std::to_string(frame.compressed_size));
-  if (xxh3_128(compressed) != frame.digest) return corrupt("compressed bytes do not match their XXH3-128 digest");
+  if (!digest_checked && xxh3_128(compressed) != frame.digest) return corrupt("compressed bytes do not match their XXH3-128 digest");
   if (compressed.size() < 4 || load_le32(compressed.data()) != kZstdFrameMagic) return corrupt("not a zstd frame");
   unsigned long long content = ZSTD_getFrameContentSize(compressed.data(), compressed.size());
   if (content != frame.uncompressed_size) return corrupt("Frame_Content_Size does not match the seek table");
@@ -77,6 +81,18 @@ Status decode_frame_checked_into(const FrameInfo& frame, uint32_t frame_number, 
     return corrupt("decompressed to " + std::to_string(n) + " bytes, expected " + std::to_string(frame.uncompressed_size));
   if (!zstd_checks && xxh64_low32(out) != frame.xxh64_low32) return corrupt("seek-table checksum mismatch");
   return Status();
+}
+
+}  // namespace
+
+Status decode_frame_checked_into(const FrameInfo& frame, uint32_t frame_number, std::span<const std::byte> compressed,
+                                 std::span<std::byte> out) {
+  return decode_into(frame, frame_number, compressed, out, false);
+}
+
+Status decode_digested_frame_into(const FrameInfo& frame, uint32_t frame_number, std::span<const std::byte> compressed,
+                                  std::span<std::byte> out) {
+  return decode_into(frame, frame_number, compressed, out, true);
 }
 
 Result<std::string> decode_frame_checked(const FrameInfo& frame, uint32_t frame_number, std::span<const std::byte> compressed) {

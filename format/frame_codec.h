@@ -27,6 +27,12 @@ Result<std::string> decode_frame_checked(const FrameInfo& frame, uint32_t frame_
 // `out` holds garbage after an error. Errors: kCorrupt, kInvalidArgument (wrong out size).
 Status decode_frame_checked_into(const FrameInfo& frame, uint32_t frame_number, std::span<const std::byte> compressed,
                                  std::span<std::byte> out);
+// decode_frame_checked_into() for bytes whose size and XXH3-128 digest the caller has just checked
+// against `frame` (FrameSource::check: extract's pipeline reads every frame through it): the digest
+// pass is not repeated (a second XXH3-128 over every compressed byte); the zstd magic, content
+// size, decompression bound and seek-table checksum are still checked. Errors as above.
+Status decode_digested_frame_into(const FrameInfo& frame, uint32_t frame_number, std::span<const std::byte> compressed,
+                                  std::span<std::byte> out);
 
 // decode_frame_checked() for frames too large to hold in memory at once (fs/ spills them to a
 // file): the compressed bytes come in pieces, in order, and the decompressed bytes leave through

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <memory>
 
+#include "format/frame_codec.h"
 #include "format/frame_source.h"
 
 namespace lazycache::format {
@@ -93,6 +94,16 @@ Result<FramePipeline::Frame> FramePipeline::take(size_t seq) {
   return r;
 }
 
+std::chrono::steady_clock::time_point FramePipeline::first_part_in() const {
+  std::lock_guard lock(mu_);
+  return first_in_;
+}
+
+std::chrono::steady_clock::time_point FramePipeline::last_part_in() const {
+  std::lock_guard lock(mu_);
+  return last_in_;
+}
+
 void FramePipeline::cancel() {
   std::lock_guard lock(mu_);
   if (error_.ok()) error_ = Status(ErrorCode::kCancelled, "extraction stopped");
@@ -137,7 +148,10 @@ void FramePipeline::fetch_loop() {
     for (const Status& s : got.frames)
       if (!s.ok()) return fail(s);
     compressed_read_ += part.length;
+    const auto now = std::chrono::steady_clock::now();
     std::lock_guard lock(mu_);
+    if (first_in_.time_since_epoch().count() == 0) first_in_ = now;
+    last_in_ = std::max(last_in_, now);
     uint64_t at = 0;
     for (size_t k = part.first; k < part.end; ++k) {
       const uint32_t size = reader_.index().frames()[frames_[k]].compressed_size;
@@ -162,8 +176,10 @@ void FramePipeline::decode_loop() {
     }
     const uint32_t frame = frames_[job.seq];
     std::shared_ptr<std::string> out = frame_buffers_->get(reader_.index().frames()[frame].uncompressed_size);
-    Status s = reader_.decode_frame_into(frame, std::as_bytes(std::span<const char>(job.bytes.data(), job.bytes.size())),
-                                         std::as_writable_bytes(std::span<char>(*out)));
+    // FrameSource::read_run checked size and digest when the part came in: not again here.
+    Status s = decode_digested_frame_into(reader_.index().frames()[frame], frame,
+                                          std::as_bytes(std::span<const char>(job.bytes.data(), job.bytes.size())),
+                                          std::as_writable_bytes(std::span<char>(*out)));
     job.part.reset();  // the part's buffer goes with its last frame
     if (!s.ok()) return fail(s.with_context(reader_.source().describe()));
     std::lock_guard lock(mu_);

@@ -6,8 +6,9 @@
 // runs of adjacent frames, contiguous in the archive, of at most `part_bytes` compressed bytes
 // (one frame at least). `concurrency` fetch threads each claim the next part in order and read it
 // with one ByteSource::read_at (one ranged GET for a remote source), so from the first byte
-// `concurrency` requests are in flight; `decoders` threads verify (XXH3-128 of the compressed
-// bytes) and decompress each frame as soon as its part is in; the consumer take()s frames in list
+// `concurrency` requests are in flight; the fetch thread checks each frame of its part (size and
+// XXH3-128, through format::FrameSource: once, the decoders do not hash again) and `decoders`
+// threads decompress each frame as soon as its part is in; the consumer take()s frames in list
 // order. Memory: decoders work at most kDecodeAheadPerDecoder x decoders frames ahead of the
 // consumer (lowest position first), so the decoded frames in circulation stay few and their
 // buffers (format/buffer_pool.h) are recycled: the compressed parts may run far ahead, their
@@ -21,6 +22,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <map>
@@ -104,6 +106,10 @@ class FramePipeline {
   Result<Frame> take(size_t seq);
   void cancel();
   uint64_t compressed_read() const { return compressed_read_.load(); }
+  // When the first and the last part were in and checked (the epoch while none is): the ends of
+  // the download in restore's timeline.
+  std::chrono::steady_clock::time_point first_part_in() const;
+  std::chrono::steady_clock::time_point last_part_in() const;
   size_t part_count() const { return parts_.size(); }
   // Decoded-frame buffers allocated fresh, reused, and the most alive at once; for tests.
   uint64_t frame_buffers_allocated() const { return frame_buffers_->allocated(); }
@@ -124,7 +130,7 @@ class FramePipeline {
   const std::shared_ptr<BufferPool> part_buffers_, frame_buffers_;  // compressed parts; decoded frames
   const std::shared_ptr<const ArchiveHead> head_;
   std::atomic<uint64_t> compressed_read_{0};
-  std::mutex mu_;  // the only lock of the pipeline
+  mutable std::mutex mu_;  // the only lock of the pipeline
   std::condition_variable cv_;
   size_t next_part_ = 0;   // guarded by mu_: next part to claim
   uint64_t inflight_ = 0;  // guarded by mu_: bytes reserved by claimed parts
@@ -134,11 +140,12 @@ class FramePipeline {
     std::string_view bytes;
     std::shared_ptr<const std::string> part;
   };
-  std::map<size_t, Fetched> todo_;        // guarded by mu_: fetched frames to decode, by seq
-  std::map<size_t, Result<Frame>> done_;  // guarded by mu_: decoded frames by seq
-  size_t next_take_ = 0;                  // guarded by mu_: the consumer's next position
-  Status error_;                          // guarded by mu_
-  std::vector<std::jthread> workers_;     // last: joined first on destruction
+  std::map<size_t, Fetched> todo_;                            // guarded by mu_: fetched frames to decode, by seq
+  std::map<size_t, Result<Frame>> done_;                      // guarded by mu_: decoded frames by seq
+  size_t next_take_ = 0;                                      // guarded by mu_: the consumer's next position
+  std::chrono::steady_clock::time_point first_in_, last_in_;  // guarded by mu_
+  Status error_;                                              // guarded by mu_
+  std::vector<std::jthread> workers_;                         // last: joined first on destruction
 };
 
 }  // namespace lazycache::format

@@ -23,6 +23,7 @@
 #include "tools/mount_point_check.h"
 #include "tools/mount_state.h"
 #include "tools/progress.h"
+#include "tools/restore_timeline.h"
 #include "tools/store_options.h"
 
 namespace lazycache::cli {
@@ -45,7 +46,8 @@ std::vector<std::string> mount_args(const ArgParser& args) {
   return out;
 }
 
-int extract(const ArgParser& args, std::shared_ptr<remote::ObjectStore> store, const ResolvedEntry& entry, int threads) {
+int extract(const ArgParser& args, std::shared_ptr<remote::ObjectStore> store, const ResolvedEntry& entry, int threads,
+            RestoreTimeline& timeline) {
   auto start = std::chrono::steady_clock::now();
   format::ExtractConfig config;
   config.threads = threads;
@@ -60,6 +62,7 @@ int extract(const ArgParser& args, std::shared_ptr<remote::ObjectStore> store, c
       source, format::ArchiveHead::plan(source->size(), config.max_inflight_bytes, config.concurrency, config.part_size_bytes));
   auto reader = format::ArchiveReader::open(source);
   if (!reader.ok()) return report_error("restore", reader.error().with_context("opening " + source->describe()));
+  timeline.mark("tail");
   const auto& index = (*reader)->index();
   std::vector<std::string> paths;
   for (const auto& p : args.positionals()) paths.push_back(absolute_path(p));
@@ -71,26 +74,39 @@ int extract(const ArgParser& args, std::shared_ptr<remote::ObjectStore> store, c
   auto stats = format::extract_archive(**reader, config);
   progress.finish();
   if (!stats.ok()) return report_error("restore", stats.error().with_context("extracting " + source->describe()));
+  timeline.mark("first_data", stats->first_data);
+  timeline.mark("last_data", stats->last_data);
+  timeline.mark("extract");
+  // What the summary needs, then everything of the archive released before the outputs: the
+  // timeline's last step shows what that costs (joins, connections, buffers).
+  const uint64_t entry_bytes = source->size();
+  const size_t requests = source->requests();
+  const std::string described = store->describe();
+  reader->reset();
+  config.head.reset();
+  source.reset();
+  timeline.mark("released");
   // The outputs only now that the files are in place: a failed restore must never tell the
   // workflow cache-hit=true (steps guarded by it would be skipped over an empty directory).
   const bool json = args.has("json");
   Status printed = print_key_outputs(entry, !json);
   if (!printed.ok()) return report_error("restore", printed);
   double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  if (args.has("verbose")) std::cerr << "lazycache restore: timeline: " << timeline.text() << "\n";
   if (json) {
-    std::cout << RestoreJson{entry.primary_key,        entry.match->key, store->describe(),
-                             entry.cache_hit(),        "extract",        stats->files,
-                             stats->file_bytes,        source->size(),   stats->compressed_bytes_read,
-                             static_cast<uint64_t>(ms)}
+    std::cout << RestoreJson{entry.primary_key,         entry.match->key, described,
+                             entry.cache_hit(),         "extract",        stats->files,
+                             stats->file_bytes,         entry_bytes,      stats->compressed_bytes_read,
+                             static_cast<uint64_t>(ms), timeline.json()}
                      .to_json()
               << "\n";
     return kExitOk;
   }
   char rate[64];
   std::snprintf(rate, sizeof rate, "%.1f MiB in %.0f ms", static_cast<double>(stats->file_bytes) / (1 << 20), ms);
-  std::cout << "restored key " << entry.match->key << (entry.cache_hit() ? "" : " (restore key match)") << " from " << store->describe()
-            << ": " << stats->files << " files, " << rate << ", " << stats->frames_read << " frames in " << source->requests()
-            << " range requests (" << stats->concurrency << " x " << human_bytes(stats->part_size_bytes) << ")\n";
+  std::cout << "restored key " << entry.match->key << (entry.cache_hit() ? "" : " (restore key match)") << " from " << described << ": "
+            << stats->files << " files, " << rate << ", " << stats->frames_read << " frames in " << requests << " range requests ("
+            << stats->concurrency << " x " << human_bytes(stats->part_size_bytes) << ")\n";
   return kExitOk;
 }
 
@@ -101,11 +117,13 @@ int run_restore(ArgParser& args) {
   args.flag("extract", "same as --mode extract");
   args.flag("fail-on-cache-miss", "exit 3 when no entry matches");
   args.flag("json", "print one JSON object (docs/cli.md) instead of the outputs and summary");
+  args.flag("verbose", "when extracting, print the timeline (lookup, tail, first and last data, extract) on stderr");
   args.option("threads", "N", "decompression threads when extracting (0: one per CPU)", "0");
   add_extract_writer_option(args);
   add_extract_safety_options(args);
   add_extract_owner_options(args);
   int code = 0;
+  RestoreTimeline timeline;  // from here: what the user waits for
   if (!args.parse(code)) return code;
   std::string mode = args.has("extract") ? "extract" : args.get("mode");
   if (mode != "auto" && mode != "mount" && mode != "extract") {
@@ -150,6 +168,7 @@ int run_restore(ArgParser& args) {
   for (const auto& p : args.positionals()) saved_paths.push_back(absolute_path(p));
   auto entry = resolve_entry(*store, args, saved_paths);
   if (!entry.ok()) return report_error("restore", entry.error());
+  timeline.mark("lookup");
   if (!entry->match) {
     const bool json = args.has("json");
     // Saved for other paths: a miss, as actions/cache's version makes it (never their tree here).
@@ -162,7 +181,7 @@ int run_restore(ArgParser& args) {
     if (json) std::cout << RestoreJson{.primary_key = entry->primary_key, .store = (*store)->describe(), .mode = "none"}.to_json() << "\n";
     return args.has("fail-on-cache-miss") ? kExitNotFound : kExitOk;
   }
-  return extract(args, *store, *entry, static_cast<int>(*threads));
+  return extract(args, *store, *entry, static_cast<int>(*threads), timeline);
 }
 
 const CommandRegistration kRestore{"restore", "restore a cache entry by key: mount it, or extract it",

@@ -55,8 +55,8 @@ std::string SaveJson::to_json() const {
 }
 
 std::string RestoreJson::to_json() const {
-  return JsonObject()
-      .add("primary_key", primary_key)
+  JsonObject o;
+  o.add("primary_key", primary_key)
       .add("matched_key", matched_key)
       .add("cache_hit", cache_hit)
       .add("hit", hit())
@@ -66,8 +66,9 @@ std::string RestoreJson::to_json() const {
       .add("file_bytes", file_bytes)
       .add("entry_bytes", entry_bytes)
       .add("bytes_fetched", bytes_fetched)
-      .add("ms", ms)
-      .str();
+      .add("ms", ms);
+  if (!timeline.empty()) o.add_raw("timeline", timeline);
+  return o.str();
 }
 
 std::string StoreEntryJson::to_json() const {

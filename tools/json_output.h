@@ -52,6 +52,7 @@ struct RestoreJson {
   uint64_t entry_bytes = 0;    // the archive's size in the store
   uint64_t bytes_fetched = 0;  // read from the store so far (extract: all of it; mount: at mount)
   uint64_t ms = 0;
+  std::string timeline;  // extract: RestoreTimeline::json() (tools/restore_timeline.h); "" leaves it out
   std::string to_json() const;
   // "exact", "partial" (a restore-keys match) or "miss".
   std::string hit() const { return matched_key.empty() ? "miss" : cache_hit ? "exact" : "partial"; }

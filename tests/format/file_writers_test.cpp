@@ -159,3 +159,63 @@ TEST_CASE("FileWriterPool: the first error is returned and nothing queued after 
   CHECK_THAT(done.message(), Catch::Contains("disk full writing x"));
   CHECK(later_ran.load() == 0);
 }
+
+TEST_CASE("files spanning frames are written in pieces by the writers, byte for byte, holes kept", "[format][writers]") {
+  TempDir src, work;
+  REQUIRE(::mkdir((src / "r").c_str(), 0755) == 0);
+  write_file(src / "r/big", pattern(3u << 20, 11), 0640);  // 12 frames of 256 KiB
+  std::string tail_hole(2u << 20, '\0');                   // data, then a hole to the end
+  tail_hole.replace(0, 70000, pattern(70000, 3));
+  write_file(src / "r/tail_hole", tail_hole, 0644);
+  write_file(src / "r/zeros", std::string(1u << 20, '\0'), 0600);  // a hole only
+  std::string middle(1u << 20, 'm');                               // a hole between data
+  std::fill(middle.begin() + 300000, middle.begin() + 700000, '\0');
+  write_file(src / "r/middle", middle, 0755);
+  write_file(src / "r/small", "s\n", 0644);
+  format::PackConfig pack;
+  pack.frame_size_bytes = 256u << 10;
+  pack_paths(src.path(), {"r"}, work / "a.tar.zst", pack);
+  auto reader = open_archive(work / "a.tar.zst");
+  for (int writers : {1, 4}) {
+    INFO("writers " << writers);
+    const std::string out = work / ("out" + std::to_string(writers));
+    format::ExtractConfig config;
+    config.writers = writers;
+    auto stats = extract_to(*reader, out, config);
+    INFO((stats.ok() ? std::string() : stats.error().to_string()));
+    REQUIRE(stats.ok());
+    CHECK(stats->files == 5);
+    // One writer: the calling thread writes everything; several: every file, the split ones too.
+    CHECK(stats->files_by_writers == (writers == 1 ? 0u : 5u));
+    CHECK(compare_trees(src / "r", out + "/r") == "");
+    struct stat st;
+    REQUIRE(::stat((out + "/r/zeros").c_str(), &st) == 0);
+    CHECK(st.st_size == (1 << 20));
+    CHECK(st.st_blocks * 512 < (1 << 20) / 2);  // left sparse, not written
+    REQUIRE(::stat((out + "/r/tail_hole").c_str(), &st) == 0);
+    CHECK(st.st_size == (2 << 20));  // the ftruncate after the pieces: the hole reaches the end
+  }
+  CHECK(compare_trees(work / "out1/r", work / "out4/r") == "");
+}
+
+TEST_CASE("directories made ahead by their own thread give the tree the write walk gives", "[format][writers]") {
+  TempDir src, work;
+  make_tree(src / "r");
+  for (int s = 0; s < 40; ++s) REQUIRE(::mkdir((src / ("r/empty" + std::to_string(s))).c_str(), 0705) == 0);  // no entry walks there
+  set_mtime(src / "r", 1400000000, 5);
+  pack_paths(src.path(), {"r"}, work / "a.tar.zst");
+  auto reader = open_archive(work / "a.tar.zst");
+  for (bool ahead : {false, true}) {
+    INFO("dirs_ahead " << ahead);
+    const std::string out = work / (ahead ? "ahead" : "walk");
+    format::ExtractConfig config;
+    config.dirs_ahead = ahead;
+    auto stats = extract_to(*reader, out, config);
+    INFO((stats.ok() ? std::string() : stats.error().to_string()));
+    REQUIRE(stats.ok());
+    if (!ahead) CHECK(stats->dirs_ahead == 0);
+    else CHECK(stats->dirs_ahead == stats->dirs);  // every directory below the target, made or met
+    CHECK(compare_trees(src / "r", out + "/r") == "");
+  }
+  CHECK(compare_trees(work / "walk/r", work / "ahead/r") == "");
+}

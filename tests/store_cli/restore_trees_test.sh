@@ -6,7 +6,7 @@
 # are saved to a local store; `restore --extract` must give exactly what `zstd -dc | tar -x` of
 # the stored object gives, at the saved paths and at other PATHs (mapped as mount maps them);
 # --no-external-symlinks must refuse before writing anything; a second restore over the first
-# must succeed unchanged.
+# must succeed unchanged; --json and --verbose give the restore's timeline, its steps in order.
 set -euo pipefail
 LC=$1
 command -v tar >/dev/null && command -v zstd >/dev/null || { echo "SKIP: needs GNU tar and zstd"; exit 0; }
@@ -77,4 +77,13 @@ rm -rf "$W/work"
 if lc restore --extract --no-external-symlinks --store "$W/store" --key trees > "$W/r5.out" 2>&1; then fail "--no-external-symlinks restored"; fi
 grep -q "outside the extraction directory" "$W/r5.out" || fail "unexpected refusal: $(cat "$W/r5.out")"
 [ ! -e "$V" ] && [ ! -e "$J" ] || fail "refused restore left a partial tree: $(find "$W/work" | head)"
+# 5. The timeline (--json, --verbose): every step, in order, never going back; the tree as before.
+lc restore --extract --json --verbose --store "$W/store" --key trees > "$W/r6.json" 2> "$W/r6.err" || fail "restore --json: $(cat "$W/r6.err")"
+check "$V" "$J" "restore with --json --verbose"
+steps=$(sed -n 's/.*"timeline":{\([^}]*\)}.*/\1/p' "$W/r6.json")
+[ -n "$steps" ] || fail "no timeline in $(cat "$W/r6.json")"
+[ "$(echo "$steps" | tr ',' '\n' | sed 's/"\([a-z_]*\)":.*/\1/' | tr '\n' ' ')" = "lookup_ms tail_ms first_data_ms last_data_ms extract_ms released_ms " ] ||
+  fail "timeline steps: $steps"
+echo "$steps" | tr ',' '\n' | sed 's/.*://' | sort -n -c || fail "timeline goes back: $steps"
+grep -q "^lazycache restore: timeline: lookup [0-9]* ms, tail [0-9]* ms, first_data" "$W/r6.err" || fail "--verbose: $(cat "$W/r6.err")"
 echo "ok"
