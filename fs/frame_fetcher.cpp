@@ -166,7 +166,10 @@ void FrameFetcher::wait_idle() {
 
 std::vector<uint32_t> FrameFetcher::claim_run_locked(Priority& priority, std::vector<uint64_t>& seqs) {
   if (queue_.empty()) return {};
-  const auto [prio, seq, frame] = *queue_.begin();
+  // Plain variables, not a structured binding: the lambdas below capture them, which C++20 allows
+  // for bindings but clang before 16 does not (tidy_check parses this file with clang 14).
+  const uint8_t prio = std::get<0>(*queue_.begin());
+  const uint32_t frame = std::get<2>(*queue_.begin());
   priority = static_cast<Priority>(prio);
   const bool background = priority >= Priority::kPrefetch;
   // The queue is ordered by priority, so if the most urgent entry is background work and its

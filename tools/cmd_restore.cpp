@@ -40,7 +40,7 @@ std::vector<std::string> mount_args(const ArgParser& args) {
   for (const auto& v : args.get_all("restore-keys")) out.insert(out.end(), {"--restore-keys", v});
   for (const char* flag : {"path-style", "virtual-hosted", "sign-payload", "fail-on-cache-miss", "json", "any-paths"})
     if (args.has(flag)) out.push_back(std::string("--") + flag);
-  out.push_back("--");
+  out.emplace_back("--");
   for (const auto& p : args.positionals()) out.push_back(p);
   return out;
 }

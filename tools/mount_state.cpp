@@ -18,8 +18,6 @@
 #include "fs/local_files.h"
 #include "tools/mount_table.h"
 
-extern char** environ;
-
 namespace lazycache::cli {
 
 std::string run_dir() {
@@ -203,7 +201,7 @@ Status unmount_path(const std::string& path, bool lazy) {
     return errno_status("unmount " + path);
   }
   std::vector<std::string> argv_s = {"fusermount3", "-u"};
-  if (lazy) argv_s.push_back("-z");
+  if (lazy) argv_s.emplace_back("-z");
   argv_s.push_back(path);
   std::vector<char*> argv;
   for (auto& a : argv_s) argv.push_back(a.data());

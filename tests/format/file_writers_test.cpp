@@ -41,7 +41,10 @@ int make_tree(const std::string& root) {
     for (int f = 0; f < 20; ++f) {
       const mode_t mode = f % 7 == 0 ? 0444 : f % 7 == 1 ? 0755 : f % 7 == 2 ? 04755 : f % 7 == 3 ? 0600 : 0644;
       write_file(dir + "/f" + std::to_string(f),
-                 f % 9 == 0 ? std::string() : pattern(static_cast<size_t>(s * 131 + f * 17), static_cast<uint64_t>(s * 100 + f)), mode);
+                 f % 9 == 0 ? std::string()
+                            : pattern(static_cast<size_t>(s) * 131 + static_cast<size_t>(f) * 17,
+                                      static_cast<uint64_t>(s) * 100 + static_cast<uint64_t>(f)),
+                 mode);
       set_mtime(dir + "/f" + std::to_string(f), 1600000000 + s * 100 + f, f * 1000);
       ++files;
     }

@@ -16,7 +16,6 @@
 #include "fs_test_util.h"
 
 using namespace lazycache;
-using lazycache::testing::ControlledSource;
 using lazycache::testing::TempDir;
 
 namespace {

@@ -32,8 +32,6 @@
 using namespace lazycache;
 using namespace lazycache::remote;
 
-extern char** environ;
-
 namespace {
 
 constexpr std::string_view kSecretMark = "wJalrXUtnFEMI/K7MDENG+bPxRfiCY";

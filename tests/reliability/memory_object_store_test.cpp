@@ -81,7 +81,7 @@ TEST_CASE("memory store: a replaced object fails reads pinned to the old ETag", 
   auto r = store.get_range({"k", 0, 8, v1.etag}, std::as_writable_bytes(std::span(buf)));
   REQUIRE_FALSE(r.ok());
   CHECK(r.error().code() == ErrorCode::kPreconditionFailed);
-  CHECK(r.error().message().find("k") != std::string::npos);
+  CHECK(r.error().message().find('k') != std::string::npos);
 }
 
 TEST_CASE("memory store: create-only put never replaces and a failed body leaves nothing", "[unit]") {

@@ -39,7 +39,7 @@ void make_tree(const std::string& root) {
     REQUIRE(::mkdir(dir.c_str(), 0755) == 0);
     for (int f = 0; f < 25; ++f)
       write_file(dir + "/f" + std::to_string(f),
-                 pattern(200 + static_cast<size_t>((d * 25 + f) * 37 % 2900), static_cast<uint64_t>(d * 100 + f)));
+                 pattern(200 + static_cast<size_t>((d * 25 + f) * 37 % 2900), static_cast<uint64_t>(d) * 100 + static_cast<uint64_t>(f)));
   }
   write_file(root + "/big.bin", pattern(200 << 10, 999));
   REQUIRE(::symlink("d1/f1", (root + "/link").c_str()) == 0);
@@ -303,7 +303,7 @@ TEST_CASE("scattered edits are superseded in place: only the changed files are p
   std::set<std::string> changed;
   for (int d = 0; d < 12; ++d) {
     const std::string rel = "d" + std::to_string(d) + "/f" + std::to_string((d * 7) % 25);
-    write_file(t / ("src/" + rel), pattern(300 + static_cast<size_t>(d) * 11, static_cast<uint64_t>(5000 + d)));
+    write_file(t / ("src/" + rel), pattern(300 + static_cast<size_t>(d) * 11, 5000 + static_cast<uint64_t>(d)));
     edited.push_back(rel);
     changed.insert("src/" + rel);
   }

@@ -24,7 +24,6 @@ using namespace lazycache;
 using lazycache::testing::fuse_usable;
 using lazycache::testing::MountedOverlay;
 using lazycache::testing::run;
-using lazycache::testing::TempDir;
 
 namespace {
 

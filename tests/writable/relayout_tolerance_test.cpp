@@ -36,8 +36,8 @@ void make_tree(const std::string& cwd) {
   for (int d = 0; d < 4; ++d) {
     REQUIRE(::mkdir((cwd + "/src/d" + std::to_string(d)).c_str(), 0755) == 0);
     for (int f = 0; f < 10; ++f)
-      write_file(cwd + "/" + file_path(d, f),
-                 pattern(600 + static_cast<size_t>((d * 10 + f) * 53 % 1900), static_cast<uint64_t>(d * 10 + f + 1)));
+      write_file(cwd + "/" + file_path(d, f), pattern(600 + static_cast<size_t>((d * 10 + f) * 53 % 1900),
+                                                      static_cast<uint64_t>(d) * 10 + static_cast<uint64_t>(f) + 1));
   }
   REQUIRE(std::system(("find '" + cwd + "/src' -type d -exec touch -h -d @1700000000 {} +").c_str()) == 0);
 }
