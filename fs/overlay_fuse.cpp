@@ -8,6 +8,7 @@
 #include <cstring>
 #include <iostream>
 #include <new>
+#include <utility>
 #include <vector>
 
 #include "fs/errno_map.h"
@@ -19,6 +20,7 @@ namespace {
 
 // The writable table's userdata.
 struct OverlayMount {
+  OverlayMount(Overlay& o, FuseMountConfig c) : overlay(o), config(std::move(c)) {}
   Overlay& overlay;
   const FuseMountConfig config;
   RequestCounts requests;
