@@ -40,8 +40,8 @@ namespace lazycache::fs {
 // An op table and the object its handlers get as userdata.
 struct FuseOps {
   const fuse_lowlevel_ops* table = nullptr;
-  std::shared_ptr<void> userdata;  // kept alive by the FuseMount until its session is destroyed
-  bool writable = false;           // mounted without "ro"
+  std::shared_ptr<void> userdata;     // kept alive by the FuseMount until its session is destroyed
+  bool writable = false;              // mounted without "ro"
   RequestCounts* requests = nullptr;  // the table's request counters, inside userdata; may be null
 };
 

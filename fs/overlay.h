@@ -52,6 +52,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -60,7 +61,6 @@
 #include <span>
 #include <string>
 #include <string_view>
-#include <functional>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>

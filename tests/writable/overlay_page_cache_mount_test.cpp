@@ -42,7 +42,8 @@ uint64_t count(const fs::FuseMount& m, fs::FuseRequest r) { return m.requests()[
 
 }  // namespace
 
-TEST_CASE("writable mount: archive files go to the page cache, and writes, truncates and re-creations after it read back exactly", "[fuse]") {
+TEST_CASE("writable mount: archive files go to the page cache, and writes, truncates and re-creations after it read back exactly",
+          "[fuse]") {
   if (!fuse_usable()) {
     WARN("skipped: /dev/fuse cannot be opened");
     return;
@@ -59,7 +60,7 @@ TEST_CASE("writable mount: archive files go to the page cache, and writes, trunc
     const std::string pkg = "/node_modules/pkg-" + std::to_string(p);
     const std::string next = "/node_modules/pkg-" + std::to_string(p + 1);
     for (const std::string& base : {m.mnt, m.plain}) {
-      write_at(base + pkg + "/index.js", "XY", 1);                           // in place
+      write_at(base + pkg + "/index.js", "XY", 1);                            // in place
       write_at(base + pkg + "/package.json", "{}\n", 0, O_WRONLY | O_TRUNC);  // truncated by open
       REQUIRE(::truncate((base + pkg + "/lib/util.js").c_str(), 7) == 0);     // by setattr
       REQUIRE(::unlink((base + next + "/index.js").c_str()) == 0);            // made again

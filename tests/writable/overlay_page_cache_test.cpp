@@ -108,7 +108,7 @@ TEST_CASE("page-cache gate: begin refused after cut_off or mark; cut_off waits f
     cut = true;
   });
   while (!gate.is_cut_off(7)) std::this_thread::yield();
-  CHECK_FALSE(cut.load());    // marked, but waiting: the hand-off of 7 has not ended
+  CHECK_FALSE(cut.load());     // marked, but waiting: the hand-off of 7 has not ended
   CHECK_FALSE(gate.begin(7));  // and no new one starts
   gate.end(7);
   cutter.join();
