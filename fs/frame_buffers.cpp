@@ -8,20 +8,21 @@
 #include <vector>
 
 #include "format/hashing.h"
+#include "fs/frame_bytes.h"
 
 namespace lazycache::fs {
 
 struct FrameBuffers::Pool {
   std::mutex mu;  // guards free, kept, reused
-  std::vector<std::unique_ptr<std::string>> free;
+  std::vector<std::unique_ptr<FrameBytes>> free;
   uint64_t kept = 0;  // capacity of `free`
   uint64_t reused = 0;
   size_t max_kept = 0;
   uint64_t max_buffer_bytes = 0;
 
   // A buffer of size n: a free one with room (its old bytes stay until overwritten), else new.
-  std::unique_ptr<std::string> take(size_t n) {
-    std::unique_ptr<std::string> buf;
+  std::unique_ptr<FrameBytes> take(size_t n) {
+    std::unique_ptr<FrameBytes> buf;
     {
       std::lock_guard lock(mu);
       for (auto it = free.begin(); it != free.end(); ++it) {
@@ -34,15 +35,15 @@ struct FrameBuffers::Pool {
       }
     }
     if (buf == nullptr) {
-      buf = std::make_unique<std::string>();
+      buf = std::make_unique<FrameBytes>();
       buf->reserve(n + n / 4);
     }
-    buf->resize(n);  // shrinking writes nothing; growing clears only the bytes past the old size
+    buf->resize(n);  // writes nothing: the decoder writes every byte
     return buf;
   }
 
-  void give_back(std::string* buf) {
-    std::unique_ptr<std::string> owned(buf);
+  void give_back(FrameBytes* buf) {
+    std::unique_ptr<FrameBytes> owned(buf);
     std::lock_guard lock(mu);
     if (free.size() >= max_kept || owned->capacity() > max_buffer_bytes) return;
     kept += owned->capacity();
@@ -70,7 +71,7 @@ Result<FramePtr> FrameBuffers::decode(const format::FrameInfo& info, uint32_t nu
   if (format::xxh3_128(compressed) != info.digest) return corrupt("compressed bytes do not match their XXH3-128 digest");
   thread_local std::unique_ptr<ZSTD_DCtx, DCtxFree> dctx(ZSTD_createDCtx());
   if (!dctx) return Status(ErrorCode::kInternal, "ZSTD_createDCtx failed");
-  std::unique_ptr<std::string> buf = pool_->take(static_cast<size_t>(info.uncompressed_size));
+  std::unique_ptr<FrameBytes> buf = pool_->take(static_cast<size_t>(info.uncompressed_size));
   // The buffer is exactly the frame's size: zstd fails on a frame that would decode to more.
   const size_t n = ZSTD_decompressDCtx(dctx.get(), buf->data(), buf->size(), compressed.data(), compressed.size());
   Status failed;
@@ -78,18 +79,18 @@ Result<FramePtr> FrameBuffers::decode(const format::FrameInfo& info, uint32_t nu
     failed = corrupt(std::string("zstd: ") + ZSTD_getErrorName(n));
   } else if (n != buf->size()) {
     failed = corrupt("decompressed to " + std::to_string(n) + " bytes, the seek table says " + std::to_string(buf->size()));
-  } else if (format::xxh64_low32(std::as_bytes(std::span<const char>(*buf))) != info.xxh64_low32) {
+  } else if (format::xxh64_low32(std::as_bytes(std::span<const char>(buf->data(), buf->size()))) != info.xxh64_low32) {
     failed = corrupt("seek-table checksum mismatch");
   }
   if (!failed.ok()) {
     pool_->give_back(buf.release());
     return failed;
   }
-  return FramePtr(buf.release(), [pool = pool_](const std::string* b) { pool->give_back(const_cast<std::string*>(b)); });
+  return FramePtr(buf.release(), [pool = pool_](const FrameBytes* b) { pool->give_back(const_cast<FrameBytes*>(b)); });
 }
 
 uint64_t FrameBuffers::trim() {
-  std::vector<std::unique_ptr<std::string>> gone;
+  std::vector<std::unique_ptr<FrameBytes>> gone;
   std::lock_guard lock(pool_->mu);
   gone.swap(pool_->free);
   const uint64_t freed = pool_->kept;

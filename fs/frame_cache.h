@@ -19,11 +19,10 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "fs/frame_bytes.h"
 #include "fs/memory_budget.h"
 
 namespace lazycache::fs {
-
-using FramePtr = std::shared_ptr<const std::string>;
 
 class FrameCache {
  public:

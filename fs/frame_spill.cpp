@@ -41,7 +41,7 @@ Result<FramePtr> SpilledFrame::read(uint64_t offset, size_t length) const {
     return Status(ErrorCode::kCorrupt, "spilled frame holds " + std::to_string(size_) + " bytes, read asks for " + std::to_string(offset) +
                                            "+" + std::to_string(length));
   }
-  auto out = std::make_shared<std::string>(length, '\0');
+  auto out = std::make_shared<FrameBytes>(length);  // every byte read below
   size_t done = 0;
   while (done < length) {
     const ssize_t n = ::pread(fd_, out->data() + done, length - done, static_cast<off_t>(offset + done));

@@ -32,14 +32,18 @@ class ReadOnlyMount {
   const FuseMountConfig& config() const { return config_; }
   EntryId to_id(uint64_t ino) const { return inodes_.entry(ino); }
   uint64_t to_ino(EntryId id) const { return inodes_.inode(id); }
+  RequestCounts& requests() { return requests_; }
 
  private:
+  RequestCounts requests_;
   Filesystem& fs_;
   const FuseMountConfig config_;
   const InodeNumbers inodes_;
 };
 
 ReadOnlyMount& mount_of(fuse_req_t req) { return *static_cast<ReadOnlyMount*>(fuse_req_userdata(req)); }
+
+void count(fuse_req_t req, FuseRequest r, uint64_t n = 1) { mount_of(req).requests().add(r, n); }
 
 using fuse_reply::guarded;
 using fuse_reply::reply_error;
@@ -66,6 +70,7 @@ void op_init(void* userdata, fuse_conn_info* conn) {
 }
 
 void op_lookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
+  count(req, FuseRequest::kLookup);
   guarded(req, [&] {
     ReadOnlyMount& m = mount_of(req);
     auto id = m.filesystem().lookup(m.to_id(parent), name);
@@ -87,10 +92,17 @@ void op_lookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
   });
 }
 
-void op_forget(fuse_req_t req, fuse_ino_t, uint64_t) { fuse_reply_none(req); }
-void op_forget_multi(fuse_req_t req, size_t, fuse_forget_data*) { fuse_reply_none(req); }
+void op_forget(fuse_req_t req, fuse_ino_t, uint64_t) {
+  count(req, FuseRequest::kForget);
+  fuse_reply_none(req);
+}
+void op_forget_multi(fuse_req_t req, size_t n, fuse_forget_data*) {
+  count(req, FuseRequest::kForget, n);
+  fuse_reply_none(req);
+}
 
 void op_getattr(fuse_req_t req, fuse_ino_t ino, fuse_file_info*) {
+  count(req, FuseRequest::kGetattr);
   guarded(req, [&] {
     ReadOnlyMount& m = mount_of(req);
     EntryId id = m.to_id(ino);
@@ -102,6 +114,7 @@ void op_getattr(fuse_req_t req, fuse_ino_t ino, fuse_file_info*) {
 }
 
 void op_readlink(fuse_req_t req, fuse_ino_t ino) {
+  count(req, FuseRequest::kReadlink);
   guarded(req, [&] {
     ReadOnlyMount& m = mount_of(req);
     auto target = m.filesystem().readlink(m.to_id(ino));
@@ -111,6 +124,7 @@ void op_readlink(fuse_req_t req, fuse_ino_t ino) {
 }
 
 void op_opendir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+  count(req, FuseRequest::kOpendir);
   guarded(req, [&] {
     ReadOnlyMount& m = mount_of(req);
     auto kids = m.filesystem().children(m.to_id(ino));
@@ -175,14 +189,20 @@ void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, bool plu
 }
 
 void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info*) {
+  count(req, FuseRequest::kReaddir);
   guarded(req, [&] { do_readdir(req, ino, size, off, false); });
 }
 void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info*) {
+  count(req, FuseRequest::kReaddir);
   guarded(req, [&] { do_readdir(req, ino, size, off, true); });
 }
-void op_releasedir(fuse_req_t req, fuse_ino_t, fuse_file_info*) { fuse_reply_err(req, 0); }
+void op_releasedir(fuse_req_t req, fuse_ino_t, fuse_file_info*) {
+  count(req, FuseRequest::kReleasedir);
+  fuse_reply_err(req, 0);
+}
 
 void op_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+  count(req, FuseRequest::kOpen);
   guarded(req, [&] {
     ReadOnlyMount& m = mount_of(req);
     auto h = m.filesystem().open(m.to_id(ino), fi->flags);
@@ -199,6 +219,7 @@ void op_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
 }
 
 void op_read(fuse_req_t req, fuse_ino_t, size_t size, off_t off, fuse_file_info* fi) {
+  count(req, FuseRequest::kRead);
   guarded(req, [&] {
     mount_of(req).filesystem().read(fi->fh, static_cast<uint64_t>(off), size,
                                     [req](Result<std::vector<ReadPiece>> r) { fuse_reply::reply_pieces(req, r); });
@@ -206,11 +227,13 @@ void op_read(fuse_req_t req, fuse_ino_t, size_t size, off_t off, fuse_file_info*
 }
 
 void op_release(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) {
+  count(req, FuseRequest::kRelease);
   mount_of(req).filesystem().release(fi->fh);
   fuse_reply_err(req, 0);
 }
 
 void op_statfs(fuse_req_t req, fuse_ino_t) {
+  count(req, FuseRequest::kStatfs);
   guarded(req, [&] {
     StatfsInfo s = mount_of(req).filesystem().statfs();
     struct statvfs st;
@@ -226,6 +249,7 @@ void op_statfs(fuse_req_t req, fuse_ino_t) {
 }
 
 void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t size) {
+  count(req, FuseRequest::kXattr);
   guarded(req, [&] {
     ReadOnlyMount& m = mount_of(req);
     auto v = m.filesystem().getxattr(m.to_id(ino), name);
@@ -235,6 +259,7 @@ void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t size) 
 }
 
 void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size) {
+  count(req, FuseRequest::kXattr);
   guarded(req, [&] {
     ReadOnlyMount& m = mount_of(req);
     auto names = m.filesystem().listxattr(m.to_id(ino));
@@ -275,8 +300,12 @@ Result<std::unique_ptr<FuseMount>> FuseMount::mount(Filesystem& fs, FuseMountCon
     return Status(ErrorCode::kInvalidArgument, "mount root is not a directory of the archive");
   }
   auto userdata = std::make_shared<ReadOnlyMount>(fs, config);
-  auto m = mount(FuseOps{ops(), std::move(userdata), /*writable=*/false}, std::move(config));
-  if (m.ok()) (*m)->handoff_fs_ = &fs;
+  RequestCounts* requests = &userdata->requests();
+  auto m = mount(FuseOps{ops(), std::move(userdata), /*writable=*/false, requests}, config);
+  if (m.ok()) {
+    const InodeNumbers inodes(config.root, fs.index().entry_count());
+    (*m)->hand_off_page_cache(fs, [inodes](EntryId id, const std::function<bool(uint64_t)>& store) { return store(inodes.inode(id)); });
+  }
   return m;
 }
 
@@ -299,19 +328,25 @@ Result<std::unique_ptr<FuseMount>> FuseMount::mount(FuseOps op_table, FuseMountC
   return m;
 }
 
+void FuseMount::hand_off_page_cache(Filesystem& fs, PageCacheFilter filter) {
+  handoff_fs_ = &fs;
+  handoff_filter_ = std::move(filter);
+}
+
 void FuseMount::start() {
-  // Page-cache hand-off (Filesystem::add_page_cache_sink). Read-only mounts only: a writable
-  // mount's inodes are the overlay's, and a copied-up file's pages must come from the upper file.
-  // Before the kernel's INIT, notify_store fails (ENOSYS) and the file is simply not taken.
+  // Page-cache hand-off (Filesystem::add_page_cache_sink), as the filter numbers the file (a
+  // writable mount's filter refuses files whose bytes are not the archive's any more). Before the
+  // kernel's INIT, notify_store fails (ENOSYS) and the file is simply not taken.
   if (handoff_fs_ != nullptr) {
-    const InodeNumbers inodes(config_.root, handoff_fs_->index().entry_count());
-    handoff_fs_->add_page_cache_sink(this, [this, inodes](EntryId id, std::span<const char> content) {
-      fuse_bufvec buf{};  // what FUSE_BUFVEC_INIT makes (a C compound literal): one memory buffer
-      buf.count = 1;
-      buf.buf[0].size = content.size();
-      buf.buf[0].mem = const_cast<char*>(content.data());
-      buf.buf[0].fd = -1;
-      return fuse_lowlevel_notify_store(session_, inodes.inode(id), 0, &buf, static_cast<fuse_buf_copy_flags>(0)) == 0;
+    handoff_fs_->add_page_cache_sink(this, [this](EntryId id, std::span<const char> content) {
+      return handoff_filter_(id, [this, content](uint64_t ino) {
+        fuse_bufvec buf{};  // what FUSE_BUFVEC_INIT makes (a C compound literal): one memory buffer
+        buf.count = 1;
+        buf.buf[0].size = content.size();
+        buf.buf[0].mem = const_cast<char*>(content.data());
+        buf.buf[0].fd = -1;
+        return fuse_lowlevel_notify_store(session_, ino, 0, &buf, static_cast<fuse_buf_copy_flags>(0)) == 0;
+      });
     });
   }
   loop_ = std::jthread([this] {
@@ -324,6 +359,8 @@ void FuseMount::start() {
     finished_.notify_all();
   });
 }
+
+RequestSnapshot FuseMount::requests() const { return ops_.requests != nullptr ? ops_.requests->snapshot() : RequestSnapshot{}; }
 
 void FuseMount::wait() { finished_.wait(false); }
 

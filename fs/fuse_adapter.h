@@ -14,6 +14,7 @@
 //   forget() is free and a tree of any size holds no descriptors.
 // - Metadata replies carry long entry/attr timeouts, negative lookups are cached, opens set
 //   keep_cache and directories cache_readdir: the archive never changes while mounted.
+// - Every request is counted by kind (fs/request_counts.h; requests()), in both op tables.
 // - Reads never block a handler thread on the network: the reply is sent from the fetch thread
 //   that completes the frame (or inline on a memory hit).
 // - init raises max_background (the kernel's default of 12 caps parallel readahead).
@@ -22,12 +23,14 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
 
 #include "fs/filesystem.h"
 #include "fs/mount_config.h"
+#include "fs/request_counts.h"
 
 struct fuse_session;
 struct fuse_lowlevel_ops;
@@ -37,9 +40,15 @@ namespace lazycache::fs {
 // An op table and the object its handlers get as userdata.
 struct FuseOps {
   const fuse_lowlevel_ops* table = nullptr;
-  std::shared_ptr<void> userdata;  // kept alive by the FuseMount until its session is destroyed
-  bool writable = false;           // mounted without "ro"
+  std::shared_ptr<void> userdata;     // kept alive by the FuseMount until its session is destroyed
+  bool writable = false;              // mounted without "ro"
+  RequestCounts* requests = nullptr;  // the table's request counters, inside userdata; may be null
 };
+
+// The page-cache hand-off's filter: which inode a decoded archive file is given to the kernel as.
+// It calls `store(inode)` (the notify_store) and returns its result, or returns false without
+// calling it (the file is not the archive's any more, on a writable mount).
+using PageCacheFilter = std::function<bool(EntryId file, const std::function<bool(uint64_t ino)>& store)>;
 
 class FuseMount {
  public:
@@ -55,6 +64,10 @@ class FuseMount {
   FuseMount(const FuseMount&) = delete;
   FuseMount& operator=(const FuseMount&) = delete;
 
+  // From start() on, hands each file `fs` decodes whole to the kernel's page cache as the inode
+  // `filter` names (Filesystem::add_page_cache_sink); until stop(). A read-only mount does this
+  // itself; mount_overlay with Overlay::offer_to_page_cache. Call before start().
+  void hand_off_page_cache(Filesystem& fs, PageCacheFilter filter);
   // Starts the multithreaded loop on its own thread and returns at once.
   void start();
   // Blocks until the loop has ended (the mount point was unmounted, or stop()).
@@ -64,14 +77,18 @@ class FuseMount {
   void stop();
   const std::string& mountpoint() const { return config_.mountpoint; }
   const FuseMountConfig& config() const { return config_; }
+  // The requests the kernel has sent this mount so far, per kind (all zero for a table without
+  // counters).
+  RequestSnapshot requests() const;
 
  private:
   FuseMount(FuseOps op_table, FuseMountConfig config) : ops_(std::move(op_table)), config_(std::move(config)) {}
 
   FuseOps ops_;
   FuseMountConfig config_;
-  // A read-only mount's Filesystem, for the page-cache hand-off (start()); null for other tables.
+  // The page-cache hand-off (hand_off_page_cache()): null when the mount does none.
   Filesystem* handoff_fs_ = nullptr;
+  PageCacheFilter handoff_filter_;
   fuse_session* session_ = nullptr;
   std::atomic<bool> finished_{false};
   std::atomic<bool> unmounted_{false};

@@ -1,12 +1,24 @@
 // SPDX-License-Identifier: MIT
 #include "fs/mount_stats.h"
 
+#include <array>
 #include <sstream>
+#include <string>
 #include <utility>
 #include <vector>
 
 namespace lazycache::fs {
 namespace {
+
+// "requests_lookup", ...: built once, so the names outlive every use.
+const char* request_field_name(size_t i) {
+  static const std::array<std::string, kFuseRequestKinds> kNames = [] {
+    std::array<std::string, kFuseRequestKinds> n;
+    for (size_t k = 0; k < kFuseRequestKinds; ++k) n[k] = std::string("requests_") + request_name(static_cast<FuseRequest>(k));
+    return n;
+  }();
+  return kNames[i].c_str();
+}
 
 // The one list of fields, so the text, JSON and parser forms never disagree.
 template <typename S, typename F>
@@ -39,6 +51,7 @@ void for_each_field(S& s, F&& f) {
   f("memory_used_bytes", s.memory_used_bytes);
   f("memory_budget_bytes", s.memory_budget_bytes);
   f("memory_peak_bytes", s.memory_peak_bytes);
+  for (size_t i = 0; i < kFuseRequestKinds; ++i) f(request_field_name(i), s.requests[i]);
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "common/status.h"
+#include "fs/request_counts.h"
 
 namespace lazycache::fs {
 
@@ -41,6 +42,9 @@ struct MountStats {
   uint64_t memory_used_bytes = 0;
   uint64_t memory_budget_bytes = 0;
   uint64_t memory_peak_bytes = 0;  // the most the budget ever had taken at once
+  // Requests the kernel sent, per kind, summed over the daemon's mount points (the FUSE glue's
+  // RequestCounts; fields "requests_lookup", "requests_getattr", ...).
+  RequestSnapshot requests{};
   double uptime_seconds = 0;
 
   // "key=value" lines, one per field, in a fixed order (machine-readable state file).

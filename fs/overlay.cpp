@@ -99,6 +99,14 @@ bool Overlay::opaque(const std::string& rel) const {
   return ::lstat((upper_path(rel) + "/" + overlay_marker_name("")).c_str(), &st) == 0;
 }
 
+bool Overlay::no_upper_dir(uint64_t dir_ino, const std::string& rel) {
+  if (no_upper_dir_.count(dir_ino) != 0) return true;
+  struct stat st;
+  if (::lstat(upper_path(rel).c_str(), &st) == 0 || (errno != ENOENT && errno != ENOTDIR)) return false;
+  no_upper_dir_.insert(dir_ino);
+  return true;
+}
+
 bool Overlay::whiteout(const std::string& rel_dir, std::string_view name) const {
   struct stat st;
   return ::lstat((upper_path(rel_dir) + "/" + overlay_marker_name(name)).c_str(), &st) == 0;
@@ -113,8 +121,7 @@ Result<Overlay::Resolved> Overlay::resolve(uint64_t parent, std::string_view nam
   // Most directories of a mounted cache are never written: when the parent has no upper
   // directory there can be no upper entry, whiteout or opaque marker in it, and one lstat
   // answers what would take three (a find over 30,000 entries pays this on every lookup).
-  struct stat dir_st;
-  if (pn->lower && ::lstat(upper_path(dir).c_str(), &dir_st) != 0 && (errno == ENOENT || errno == ENOTDIR)) {
+  if (pn->lower && no_upper_dir(parent, dir)) {
     if (auto id = lower_.index().lookup(*pn->lower, name)) {
       r.exists = true;
       r.lower = lower_.canonical(*id);
@@ -150,7 +157,18 @@ uint64_t Overlay::ino_for(const Resolved& r) {
   if (auto it = upper_ino_.find(key); it != upper_ino_.end()) return it->second;
   const uint64_t ino = r.lower ? lower_ino(*r.lower) : r.lower_behind ? lower_ino(*r.lower_behind) : next_ino_++;
   upper_ino_[key] = ino;
+  // An upper entry numbered as the archive entry behind it (left by an earlier job in a kept
+  // upper directory, or made over a whiteout) has its own bytes: never hand it archive ones.
+  if (!S_ISDIR(r.st.st_mode)) page_cache_gate_.mark(ino);
   return ino;
+}
+
+bool Overlay::offer_to_page_cache(EntryId file, const std::function<bool(uint64_t ino)>& store) {
+  const uint64_t ino = lower_ino(file);
+  if (!page_cache_gate_.begin(ino)) return false;
+  const bool took = store(ino);
+  page_cache_gate_.end(ino);
+  return took;
 }
 
 void Overlay::forget_upper_inode(const struct stat& st) {
@@ -176,7 +194,9 @@ Result<struct stat> Overlay::stat_of(uint64_t ino) {
   struct stat st;
   auto rel = path_of(ino);
   if (rel.ok()) {
-    if (::lstat(upper_path(*rel).c_str(), &st) == 0) {
+    // An archive file in a directory without an upper one: no lstat of upper/ needed.
+    const bool upper_absent = n->lower && !n->links.empty() && no_upper_dir_.count(n->links.front().first) != 0;
+    if (!upper_absent && ::lstat(upper_path(*rel).c_str(), &st) == 0) {
       st.st_ino = ino;
       if (S_ISDIR(st.st_mode) && n->lower && !opaque(*rel)) {
         // 2 + subdirectories of the merged view, as on disk: find's leaf optimisation trusts it.

@@ -52,6 +52,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -61,11 +62,13 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
 #include "fs/filesystem.h"
 #include "fs/inode_numbers.h"
+#include "fs/page_cache_gate.h"
 
 namespace lazycache::fs {
 
@@ -170,6 +173,15 @@ class Overlay {
   // Files copied up so far (counts whole copies, for tests and figures).
   uint64_t copy_ups() const;
 
+  // The page-cache hand-off of a writable mount (fs/page_cache_gate.h). Archive file `file`
+  // (canonical id), just decoded: when its inode still shows the archive's bytes, runs
+  // `store(inode)` (the notify_store) and returns its result; else false without calling it.
+  // Never takes the overlay's mutex (a fetch thread calls it). Inodes with an upper entry are
+  // never offered, and open for writing, truncate and create cut their inode off first.
+  bool offer_to_page_cache(EntryId file, const std::function<bool(uint64_t ino)>& store);
+  bool page_cache_cut_off(uint64_t ino) const { return page_cache_gate_.is_cut_off(ino); }
+  Filesystem& lower() const { return lower_; }
+
  private:
   struct Node {
     std::vector<std::pair<uint64_t, std::string>> links;  // (parent ino, name); empty once unlinked
@@ -228,6 +240,9 @@ class Overlay {
   Result<std::string> path_of(uint64_t ino);  // relative merged path, "" for the root
   std::string upper_path(const std::string& rel) const { return rel.empty() ? upper_ : upper_ + "/" + rel; }
   bool opaque(const std::string& rel) const;
+  // True when directory `dir_ino` at `rel` has no upper directory (remembered: no_upper_dir_).
+  bool no_upper_dir(uint64_t dir_ino, const std::string& rel);
+  void upper_dirs_changed() { no_upper_dir_.clear(); }
   bool whiteout(const std::string& rel_dir, std::string_view name) const;
   Result<Resolved> resolve(uint64_t parent, std::string_view name);
   uint64_t ino_for(const Resolved& r);
@@ -282,6 +297,13 @@ class Overlay {
   mutable std::mutex listings_mu_;  // guards the two below only; never held with mu_
   std::unordered_map<uint64_t, std::unique_ptr<const std::vector<DirEntryInfo>>> listings_;
   uint64_t next_listing_ = 1;
+  // Directories (inode numbers) known to have no upper directory, so a lookup in them or a
+  // getattr of their archive files needs no lstat of upper/ ("is it in upper/?"; a node job
+  // makes thousands). Cleared whenever a directory appears in upper/ (mkdir, copy-up of a
+  // directory or of a file's parents, rename): rare next to lookups.
+  std::unordered_set<uint64_t> no_upper_dir_;
+  // Inodes the hand-off may no longer give archive bytes (offer_to_page_cache).
+  PageCacheGate page_cache_gate_;
   // Set once upper/ may hold a whiteout: until then an archive hardlink group's link count is
   // the archive's, after it is counted (lower_stat).
   bool may_have_whiteouts_ = false;

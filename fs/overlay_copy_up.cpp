@@ -41,6 +41,7 @@ Status Overlay::ensure_upper_dir_path(const std::string& rel, EntryId lower_id, 
   if (::lstat(path.c_str(), &st) == 0) return S_ISDIR(st.st_mode) ? Status() : sys_error(ENOTDIR, path);
   LC_ASSIGN_OR_RETURN(Attr a, lower_.getattr(lower_id));
   LC_RETURN_IF_ERROR(keeping_dir_times(upper_path(parent_of(rel)), [&]() -> Status {
+    upper_dirs_changed();
     if (::mkdir(path.c_str(), 0700) != 0) return errno_error("mkdir " + path);
     return Status();
   }));
@@ -172,6 +173,7 @@ Status Overlay::copy_up_entry(const std::string& rel, EntryId lower_id, uint64_t
   }));
   struct stat st;
   if (::lstat(dest.c_str(), &st) == 0) upper_ino_[static_cast<uint64_t>(st.st_ino)] = ino;
+  page_cache_gate_.mark(ino);  // its bytes come from upper/ now (still the archive's: no wait)
   ++copy_ups_;
   // The other names of an archive hardlink group are the same file (and the same inode number
   // for the kernel): link them to the copy, so a write through any name shows through all.

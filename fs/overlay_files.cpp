@@ -34,6 +34,9 @@ Result<std::shared_ptr<Overlay::Handle>> Overlay::handle(uint64_t h) {
 }
 
 Result<uint64_t> Overlay::open(uint64_t ino, int flags, bool* keep_cache) {
+  // Before the lock (fs/page_cache_gate.h): the content may change from here on, so no archive
+  // bytes may reach the kernel's page cache for this inode any more.
+  if ((flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC)) page_cache_gate_.cut_off(ino);
   return with_copy_up([&]() -> Result<uint64_t> {
     LC_ASSIGN_OR_RETURN(Node * n, node(ino));
     LC_ASSIGN_OR_RETURN(struct stat st, stat_of(ino));
@@ -73,6 +76,8 @@ Result<std::pair<OverlayEntry, uint64_t>> Overlay::create(uint64_t parent, std::
   if (entry.ino == 0) {  // it appeared since the kernel's lookup: open it as open(2) would
     LC_ASSIGN_OR_RETURN(entry, lookup(parent, name));
   }
+  // A new file may reuse the number of an archive file whited out at that name.
+  page_cache_gate_.cut_off(entry.ino);
   auto h = open(entry.ino, flags & ~(O_CREAT | O_EXCL));
   if (!h.ok()) {
     forget(entry.ino, 1);
@@ -92,7 +97,7 @@ void Overlay::read(uint64_t handle_id, uint64_t offset, size_t size, ReadCallbac
   }
   std::unique_lock hl(h->mu);
   if (h->fd >= 0) {
-    auto buf = std::make_shared<std::string>(size, '\0');
+    auto buf = std::make_shared<FrameBytes>(size);  // shrunk below to the bytes read
     size_t got = 0;
     while (got < size) {
       ssize_t n = ::pread(h->fd, buf->data() + got, size - got, static_cast<off_t>(offset + got));
@@ -173,6 +178,7 @@ void Overlay::release(uint64_t handle_id) {
 }
 
 Result<struct stat> Overlay::setattr(uint64_t ino, const SetAttr& attr, std::optional<uint64_t> handle_id) {
+  if (attr.size) page_cache_gate_.cut_off(ino);  // a truncate changes the content: before the lock
   return with_copy_up([&]() -> Result<struct stat> {
     LC_ASSIGN_OR_RETURN(struct stat before, stat_of(ino));
     int fd = -1;

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <iostream>
 #include <new>
+#include <utility>
 #include <vector>
 
 #include "fs/errno_map.h"
@@ -19,12 +20,15 @@ namespace {
 
 // The writable table's userdata.
 struct OverlayMount {
+  OverlayMount(Overlay& o, FuseMountConfig c) : overlay(o), config(std::move(c)) {}
   Overlay& overlay;
   const FuseMountConfig config;
+  RequestCounts requests;
 };
 
 OverlayMount& mount_of(fuse_req_t req) { return *static_cast<OverlayMount*>(fuse_req_userdata(req)); }
 Overlay& overlay_of(fuse_req_t req) { return mount_of(req).overlay; }
+void count(fuse_req_t req, FuseRequest r, uint64_t n = 1) { mount_of(req).requests.add(r, n); }
 
 using fuse_reply::guarded;
 using fuse_reply::reply_error;
@@ -64,29 +68,37 @@ void op_init(void* userdata, fuse_conn_info* conn) {
 }
 
 void op_lookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
+  count(req, FuseRequest::kLookup);
   guarded(req, [&] {
     auto e = overlay_of(req).lookup(parent, name);
     if (!e.ok() && e.error().code() == ErrorCode::kNotFound) {
-      // No negative caching: the name may be created later by this mount's own users, and the
-      // kernel drops negative entries it created itself, but not ones made by a rename over a
-      // whiteout it never saw.
-      return void(fuse_reply_err(req, ENOENT));
+      // A negative entry the kernel may keep: every name this mount gains comes through this
+      // kernel mount (create, mkdir, symlink, link, rename), which replaces the negative dentry
+      // itself; the overlay makes no name appear on its own (a copy-up keeps names, a renamed
+      // directory's names move with it). A job's module resolution probes many missing names.
+      fuse_entry_param neg;
+      std::memset(&neg, 0, sizeof(neg));
+      neg.entry_timeout = mount_of(req).config.timeout_seconds;
+      return void(fuse_reply_entry(req, &neg));
     }
     reply_entry(req, e);
   });
 }
 
 void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t n) {
+  count(req, FuseRequest::kForget);
   overlay_of(req).forget(ino, n);
   fuse_reply_none(req);
 }
 
-void op_forget_multi(fuse_req_t req, size_t count, fuse_forget_data* list) {
-  for (size_t i = 0; i < count; ++i) overlay_of(req).forget(list[i].ino, list[i].nlookup);
+void op_forget_multi(fuse_req_t req, size_t n, fuse_forget_data* list) {
+  count(req, FuseRequest::kForget, n);
+  for (size_t i = 0; i < n; ++i) overlay_of(req).forget(list[i].ino, list[i].nlookup);
   fuse_reply_none(req);
 }
 
 void op_getattr(fuse_req_t req, fuse_ino_t ino, fuse_file_info*) {
+  count(req, FuseRequest::kGetattr);
   guarded(req, [&] {
     auto st = overlay_of(req).getattr(ino);
     if (!st.ok()) return reply_error(req, st.error());
@@ -95,6 +107,7 @@ void op_getattr(fuse_req_t req, fuse_ino_t ino, fuse_file_info*) {
 }
 
 void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set, fuse_file_info* fi) {
+  count(req, FuseRequest::kSetattr);
   guarded(req, [&] {
     SetAttr a;
     if (to_set & FUSE_SET_ATTR_MODE) a.mode = attr->st_mode;
@@ -114,6 +127,7 @@ void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set, f
 }
 
 void op_readlink(fuse_req_t req, fuse_ino_t ino) {
+  count(req, FuseRequest::kReadlink);
   guarded(req, [&] {
     auto target = overlay_of(req).readlink(ino);
     if (!target.ok()) return reply_error(req, target.error());
@@ -122,34 +136,42 @@ void op_readlink(fuse_req_t req, fuse_ino_t ino) {
 }
 
 void op_mknod(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode, dev_t) {
+  count(req, FuseRequest::kNameChange);
   guarded(req, [&] { reply_entry(req, overlay_of(req).mknod(parent, name, mode, caller(req))); });
 }
 
 void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode) {
+  count(req, FuseRequest::kNameChange);
   guarded(req, [&] { reply_entry(req, overlay_of(req).mkdir(parent, name, mode, caller(req))); });
 }
 
 void op_symlink(fuse_req_t req, const char* target, fuse_ino_t parent, const char* name) {
+  count(req, FuseRequest::kNameChange);
   guarded(req, [&] { reply_entry(req, overlay_of(req).symlink(target, parent, name, caller(req))); });
 }
 
 void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t parent, const char* name) {
+  count(req, FuseRequest::kNameChange);
   guarded(req, [&] { reply_entry(req, overlay_of(req).link(ino, parent, name)); });
 }
 
 void op_unlink(fuse_req_t req, fuse_ino_t parent, const char* name) {
+  count(req, FuseRequest::kNameChange);
   guarded(req, [&] { reply_status(req, overlay_of(req).unlink(parent, name)); });
 }
 
 void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char* name) {
+  count(req, FuseRequest::kNameChange);
   guarded(req, [&] { reply_status(req, overlay_of(req).rmdir(parent, name)); });
 }
 
 void op_rename(fuse_req_t req, fuse_ino_t parent, const char* name, fuse_ino_t new_parent, const char* new_name, unsigned int flags) {
+  count(req, FuseRequest::kNameChange);
   guarded(req, [&] { reply_status(req, overlay_of(req).rename(parent, name, new_parent, new_name, flags)); });
 }
 
 void op_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+  count(req, FuseRequest::kOpen);
   guarded(req, [&] {
     bool keep = false;
     auto h = overlay_of(req).open(ino, fi->flags, &keep);
@@ -161,6 +183,7 @@ void op_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
 }
 
 void op_create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode, fuse_file_info* fi) {
+  count(req, FuseRequest::kCreate);
   guarded(req, [&] {
     auto r = overlay_of(req).create(parent, name, mode, fi->flags, caller(req));
     if (!r.ok()) return reply_error(req, r.error());
@@ -174,6 +197,7 @@ void op_create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
 }
 
 void op_read(fuse_req_t req, fuse_ino_t, size_t size, off_t off, fuse_file_info* fi) {
+  count(req, FuseRequest::kRead);
   guarded(req, [&] {
     overlay_of(req).read(fi->fh, static_cast<uint64_t>(off), size,
                          [req](Result<std::vector<ReadPiece>> r) { fuse_reply::reply_pieces(req, r); });
@@ -181,6 +205,7 @@ void op_read(fuse_req_t req, fuse_ino_t, size_t size, off_t off, fuse_file_info*
 }
 
 void op_write(fuse_req_t req, fuse_ino_t, const char* buf, size_t size, off_t off, fuse_file_info* fi) {
+  count(req, FuseRequest::kWrite);
   guarded(req, [&] {
     auto n = overlay_of(req).write(fi->fh, std::span<const char>(buf, size), static_cast<uint64_t>(off));
     if (!n.ok()) return reply_error(req, n.error());
@@ -189,15 +214,18 @@ void op_write(fuse_req_t req, fuse_ino_t, const char* buf, size_t size, off_t of
 }
 
 void op_fsync(fuse_req_t req, fuse_ino_t, int datasync, fuse_file_info* fi) {
+  count(req, FuseRequest::kFsync);
   guarded(req, [&] { reply_status(req, overlay_of(req).fsync(fi->fh, datasync != 0)); });
 }
 
 void op_release(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) {
+  count(req, FuseRequest::kRelease);
   overlay_of(req).release(fi->fh);
   fuse_reply_err(req, 0);
 }
 
 void op_opendir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+  count(req, FuseRequest::kOpendir);
   guarded(req, [&] {
     auto h = overlay_of(req).open_dir(ino);
     if (!h.ok()) return reply_error(req, h.error());
@@ -207,6 +235,7 @@ void op_opendir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
 }
 
 void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info* fi) {
+  count(req, FuseRequest::kReaddir);
   guarded(req, [&] {
     const std::vector<DirEntryInfo>* entries = overlay_of(req).listing(fi->fh);
     if (entries == nullptr) return void(fuse_reply_err(req, EBADF));
@@ -236,6 +265,7 @@ void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_fil
 // Each listed name (but "." and "..") is a lookup the kernel counts, so it is remembered as one
 // here; a name that does not fit the buffer, or a reply the kernel never got, is forgotten again.
 void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info* fi) {
+  count(req, FuseRequest::kReaddir);
   guarded(req, [&] {
     Overlay& overlay = overlay_of(req);
     const std::vector<DirEntryInfo>* entries = overlay.listing(fi->fh);
@@ -277,13 +307,18 @@ void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse
 }
 
 void op_releasedir(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) {
+  count(req, FuseRequest::kReleasedir);
   overlay_of(req).release_dir(fi->fh);
   fuse_reply_err(req, 0);
 }
 
-void op_fsyncdir(fuse_req_t req, fuse_ino_t, int, fuse_file_info*) { fuse_reply_err(req, 0); }
+void op_fsyncdir(fuse_req_t req, fuse_ino_t, int, fuse_file_info*) {
+  count(req, FuseRequest::kFsync);
+  fuse_reply_err(req, 0);
+}
 
 void op_statfs(fuse_req_t req, fuse_ino_t) {
+  count(req, FuseRequest::kStatfs);
   guarded(req, [&] {
     auto st = overlay_of(req).statfs();
     if (!st.ok()) return reply_error(req, st.error());
@@ -292,10 +327,12 @@ void op_statfs(fuse_req_t req, fuse_ino_t) {
 }
 
 void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char* name, const char* value, size_t size, int flags) {
+  count(req, FuseRequest::kXattr);
   guarded(req, [&] { reply_status(req, overlay_of(req).setxattr(ino, name, std::string_view(value, size), flags)); });
 }
 
 void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t size) {
+  count(req, FuseRequest::kXattr);
   guarded(req, [&] {
     auto v = overlay_of(req).getxattr(ino, name);
     if (!v.ok()) return reply_error(req, v.error());
@@ -304,6 +341,7 @@ void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t size) 
 }
 
 void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size) {
+  count(req, FuseRequest::kXattr);
   guarded(req, [&] {
     auto names = overlay_of(req).listxattr(ino);
     if (!names.ok()) return reply_error(req, names.error());
@@ -312,6 +350,7 @@ void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size) {
 }
 
 void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char* name) {
+  count(req, FuseRequest::kXattr);
   guarded(req, [&] { reply_status(req, overlay_of(req).removexattr(ino, name)); });
 }
 
@@ -359,8 +398,17 @@ const fuse_lowlevel_ops* overlay_ops() {
 }  // namespace
 
 Result<std::unique_ptr<FuseMount>> mount_overlay(Overlay& overlay, FuseMountConfig config) {
-  auto userdata = std::make_shared<OverlayMount>(OverlayMount{overlay, config});
-  return FuseMount::mount(FuseOps{overlay_ops(), std::move(userdata), /*writable=*/true}, std::move(config));
+  auto userdata = std::make_shared<OverlayMount>(overlay, config);
+  RequestCounts* requests = &userdata->requests;
+  auto m = FuseMount::mount(FuseOps{overlay_ops(), std::move(userdata), /*writable=*/true, requests}, std::move(config));
+  // Archive files the overlay still serves go to the kernel's page cache as on a read-only
+  // mount; the overlay refuses those copied up or about to change (fs/page_cache_gate.h).
+  if (m.ok()) {
+    (*m)->hand_off_page_cache(overlay.lower(), [&overlay](EntryId id, const std::function<bool(uint64_t)>& store) {
+      return overlay.offer_to_page_cache(id, store);
+    });
+  }
+  return m;
 }
 
 }  // namespace lazycache::fs

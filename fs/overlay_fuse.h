@@ -6,10 +6,13 @@
 // config; it knows nothing of the read-only table. Inode numbers are the Overlay's, which keeps
 // the read-only table's rule for archive entries (fs/inode_numbers.h).
 //
-// Caching: entry and attribute timeouts stay long, since every change passes through this
-// kernel mount and the kernel updates its own caches for them; readdir results are not cached
-// (cache_readdir off) because directories change. Archive files opened read-only keep their
-// page cache across opens; upper files do not.
+// Caching: entry and attribute timeouts stay long, and negative lookups are cached as long,
+// since every change passes through this kernel mount and the kernel updates its own caches for
+// them; readdir results are not cached (cache_readdir off) because directories change. Archive
+// files opened read-only keep their page cache across opens; upper files do not. Archive files
+// still served from the archive are handed whole to the page cache when their frame is decoded,
+// as on a read-only mount (Overlay::offer_to_page_cache: never one copied up, opened for writing,
+// truncated or created). Requests are counted by kind (FuseMount::requests()).
 #pragma once
 
 #include <memory>

@@ -62,6 +62,7 @@ Result<OverlayEntry> Overlay::mkdir(uint64_t parent, std::string_view name, uint
   LC_RETURN_IF_ERROR(prepare_new_name(parent, name, &had_whiteout));
   LC_ASSIGN_OR_RETURN(std::string dir, path_of(parent));
   const std::string path = upper_path(join(dir, name));
+  upper_dirs_changed();
   if (::mkdir(path.c_str(), 0700) != 0) return errno_error("mkdir " + path);
   if (::chmod(path.c_str(), mode & 07777) != 0) return errno_error("chmod " + path);
   // A directory made where an archive one was deleted must not show the old one's entries.
@@ -208,6 +209,7 @@ Status Overlay::rename_locked(uint64_t parent, std::string_view name, uint64_t n
     forget_upper_inode(dst.st);
   }
   const std::string from = upper_path(src_rel), to = upper_path(dst_rel);
+  upper_dirs_changed();  // a directory may have moved into place, or inodes changed paths
   if (::rename(from.c_str(), to.c_str()) != 0) return errno_error("rename " + from + " to " + to);
   LC_RETURN_IF_ERROR(clear_whiteout(dst_dir, new_name));
   if (src_is_dir && dst_lower_dir && !opaque(dst_rel)) LC_RETURN_IF_ERROR(make_whiteout(dst_rel, ""));

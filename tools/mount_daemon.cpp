@@ -232,6 +232,10 @@ int serve(fs::Filesystem& filesystem, std::vector<std::unique_ptr<fs::FuseMount>
   auto write_state = [&] {
     ++state.seq;
     state.stats = filesystem.stats();
+    for (const auto& m : mounts) {
+      const fs::RequestSnapshot r = m->requests();
+      for (size_t i = 0; i < r.size(); ++i) state.stats.requests[i] += r[i];
+    }
     Status s = write_run_file(base + ".state", state.to_text());
     if (!s.ok()) std::cerr << "lazycache: cannot write mount state: " << s.to_string() << "\n";
   };

@@ -246,6 +246,13 @@ std::string mount_summary(const fs::MountStats& s) {
       << s.frames_from_memory << " memory hits, " << s.prefetched_frames << " prefetched; " << s.files_opened << " files opened, "
       << human_bytes(s.bytes_served) << " served";
   if (s.read_errors || s.fetch_errors) out << "; " << s.read_errors << " read errors (" << s.read_timeouts << " timeouts)";
+  // The kernel's requests, the kinds it sent at all ("requests: lookup 120, getattr 1, ...").
+  const char* sep = "; requests: ";
+  for (size_t i = 0; i < s.requests.size(); ++i) {
+    if (s.requests[i] == 0) continue;
+    out << sep << fs::request_name(static_cast<fs::FuseRequest>(i)) << " " << s.requests[i];
+    sep = ", ";
+  }
   out << "; " << secs;
   return out.str();
 }

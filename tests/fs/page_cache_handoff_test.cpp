@@ -295,7 +295,7 @@ TEST_CASE("readahead skips frames the kernel's page cache holds", "[unit]") {
   {
     // Without a chunk cache readahead decodes into memory: frame 3 is decoded, frame 2 is not.
     fs::FrameFetcher fetcher(*reader, nullptr, memory, budget);
-    REQUIRE(memory.put(2, std::make_shared<const std::string>(1000, 'x')));
+    REQUIRE(memory.put(2, std::make_shared<const fs::FrameBytes>(1000)));  // its bytes are never read
     memory.hand_to_kernel(2);
     CHECK(!memory.contains(2));
     CHECK(memory.kernel_holds(2));
