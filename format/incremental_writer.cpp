@@ -450,7 +450,8 @@ class IncrementalWriter {
     repack_.assign(layout_.units.size(), false);
     for (;;) {
       std::vector<Step> plan = plan_once();
-      if (bound_dead_bytes(plan)) continue;  // units marked to be packed again: plan once more
+      // Units marked to be packed again: plan once more.
+      if (bound_dead_bytes(plan) || bound_runner_dead_bytes(plan)) continue;
       std::vector<uint32_t> stream;
       for (const Step& s : plan) {
         if (s.reuse)
@@ -569,9 +570,12 @@ class IncrementalWriter {
   // `step` if so. Every live member must still exist with the same type and not be written yet;
   // it stays live if its header and content are unchanged, and becomes dead (its new version
   // goes to the end) if it is a single-link file, a directory or a symlink. Every dead member
-  // must still have a live member to come. At most half of the unit may end up dead: past that,
-  // packing its members again is cheaper than carrying the garbage (and the archive as a whole
-  // is bounded by bound_dead_bytes()).
+  // must still have a live member to come. Where the base's frames pass through the runner (no
+  // store copy), at most half of the unit may end up dead: past that, packing its members again
+  // is cheaper than downloading and uploading the garbage. Where the store copies, that check
+  // waits for the plan (bound_runner_dead_bytes()): a unit refused here would split the run it
+  // sits in, and the pieces may fall under the copy minimum and go through the runner whole. The
+  // archive as a whole is bounded by bound_dead_bytes() either way.
   bool try_reuse(const BaseUnit& u, Step& step) {
     if (!u.reusable) return false;
     std::vector<uint32_t> taken;  // emitted here, undone if the unit is refused
@@ -618,8 +622,31 @@ class IncrementalWriter {
         return refuse();
       }
     }
-    if (dead_bytes * kUnitDeadShare > u.bytes) return refuse();
+    if (!base_.copy_to_sink && dead_bytes * kUnitDeadShare > u.bytes) return refuse();
     return true;
+  }
+
+  // The per-unit dead limit of try_reuse() for the units of a plan whose frames go through the
+  // runner after all (runs under the store's copy minimum): those past it are marked to be
+  // packed again (repack_). Their runs are not copied, so marking them never makes a copied run
+  // smaller. True when units were marked (the caller plans again).
+  bool bound_runner_dead_bytes(const std::vector<Step>& plan) {
+    if (!base_.copy_to_sink) return false;  // try_reuse() applied the limit already
+    const std::vector<uint64_t> copies = copy_runs(plan);
+    bool marked = false;
+    for (size_t i = 0; i < plan.size(); ++i) {
+      const Step& s = plan[i];
+      if (!s.reuse || copies[i] != kNotCopied) continue;
+      const BaseUnit& u = layout_.units[s.unit];
+      uint64_t d = 0;
+      for (size_t t = 0; t < s.nodes.size(); ++t)
+        if (s.nodes[t].second) d += layout_.members[u.first_member + t].length;
+      if (d * kUnitDeadShare > u.bytes) {
+        repack_[s.unit] = true;
+        marked = true;
+      }
+    }
+    return marked;
   }
 
   // True when `learned` is a new set of files against the base's hot list. Compared as sets with

@@ -161,6 +161,46 @@ void check_same_as_full_pack(const TempDir& t, const std::string& inc_archive, c
   CHECK(compare_trees(lc_dir + "/src", t / "src") == "");
 }
 
+// Small single-link files of one base frame (a third of the way in: away from big.bin, first in
+// path order, and from the end), in stream order, until their members (pax header, header and
+// padded data) hold at least min_pct % of the frame's bytes, skipping any that would take them
+// past max_pct %.
+struct FrameEdit {
+  std::vector<std::string> edited;  // "d4/f7", under src/
+  std::set<std::string> changed;    // "src/d4/f7"
+  uint64_t frame_bytes = 0, picked_bytes = 0;
+};
+FrameEdit pick_in_frame(const std::string& archive, uint64_t min_pct, uint64_t max_pct) {
+  FrameEdit out;
+  auto reader = open_archive(archive);
+  const format::Index& idx = reader->index();
+  const auto frames = idx.frames();
+  const size_t k = frames.size() / 3;
+  out.frame_bytes = frames[k].uncompressed_size;
+  std::vector<std::pair<uint64_t, format::EntryId>> in_frame;
+  for (format::EntryId id = 0; id < idx.entry_count(); ++id) {
+    const format::Entry e = idx.entry(id);
+    if (e.type != format::EntryType::kRegular || e.size == 0 || e.size > 4096) continue;
+    if (e.data_offset >= frames[k].uncompressed_offset && e.data_offset + e.size <= frames[k].uncompressed_offset + out.frame_bytes)
+      in_frame.emplace_back(e.data_offset, id);
+  }
+  std::sort(in_frame.begin(), in_frame.end());
+  for (const auto& [offset, id] : in_frame) {
+    const format::Entry e = idx.entry(id);
+    if (e.nlink > 1) continue;
+    const auto start = idx.member_offset(id);  // index version 2 keeps a member's start
+    REQUIRE(start.has_value());
+    const uint64_t member = e.data_offset + (e.size + 511) / 512 * 512 - *start;
+    if ((out.picked_bytes + member) * 100 > out.frame_bytes * max_pct) continue;
+    out.picked_bytes += member;
+    const std::string path = idx.path(id);
+    out.edited.push_back(path.substr(4));
+    out.changed.insert(path);
+    if (out.picked_bytes * 100 >= out.frame_bytes * min_pct) break;
+  }
+  return out;
+}
+
 }  // namespace
 
 TEST_CASE("incremental save of an unchanged tree reproduces the base byte for byte", "[incremental]") {
@@ -545,40 +585,10 @@ TEST_CASE("dead bytes are bounded per archive: a third-dead unit is copied, N sa
   make_tree(t / "src");
   pin_dir_mtimes(t / "src");
   pack_paths(t.path(), {"src"}, t / "base", config_with());
-  // One frame of small files: members whose data lies in it, in stream order, until about a
-  // third of its bytes (headers and padded data) are theirs.
-  std::vector<std::string> edited;
-  std::set<std::string> changed;
-  uint64_t frame_bytes = 0, picked_bytes = 0;
-  {
-    auto reader = open_archive(t / "base");
-    const format::Index& idx = reader->index();
-    const auto frames = idx.frames();
-    const size_t k = frames.size() / 3;  // away from big.bin (first in path order) and the end
-    frame_bytes = frames[k].uncompressed_size;
-    std::vector<std::pair<uint64_t, format::EntryId>> in_frame;
-    for (format::EntryId id = 0; id < idx.entry_count(); ++id) {
-      const format::Entry e = idx.entry(id);
-      if (e.type != format::EntryType::kRegular || e.size == 0 || e.size > 4096) continue;
-      if (e.data_offset >= frames[k].uncompressed_offset && e.data_offset + e.size <= frames[k].uncompressed_offset + frame_bytes)
-        in_frame.emplace_back(e.data_offset, id);
-    }
-    std::sort(in_frame.begin(), in_frame.end());
-    for (const auto& [offset, id] : in_frame) {
-      const format::Entry e = idx.entry(id);
-      if (e.nlink > 1) continue;
-      // The whole member: pax header, header and padded data (index version 2 keeps its start).
-      const auto start = idx.member_offset(id);
-      REQUIRE(start.has_value());
-      const uint64_t member = e.data_offset + (e.size + 511) / 512 * 512 - *start;
-      if ((picked_bytes + member) * 100 > frame_bytes * 45) continue;
-      picked_bytes += member;
-      const std::string path = idx.path(id);  // "src/d4/f7"
-      edited.push_back(path.substr(4));
-      changed.insert(path);
-      if (picked_bytes * 3 >= frame_bytes) break;
-    }
-  }
+  const FrameEdit pick = pick_in_frame(t / "base", 34, 45);
+  const std::vector<std::string>& edited = pick.edited;
+  const std::set<std::string>& changed = pick.changed;
+  const uint64_t frame_bytes = pick.frame_bytes, picked_bytes = pick.picked_bytes;
   INFO("frame of " << frame_bytes << " bytes, " << picked_bytes << " of them edited in " << edited.size() << " files, the first "
                    << edited.front());
   REQUIRE(picked_bytes * 4 > frame_bytes);  // more than the old per-unit quarter
@@ -622,4 +632,43 @@ TEST_CASE("dead bytes are bounded per archive: a third-dead unit is copied, N sa
   const uint64_t full = slurp(t / "full-gen21").size(), last = slurp(prev).size();
   INFO("full pack " << full << " bytes, 21st generation " << last);
   CHECK(last * 2 <= full * 3);
+}
+
+TEST_CASE("a mostly dead unit inside a run the store copies is copied, not packed again", "[incremental][dead][copy]") {
+  TempDir t;
+  make_tree(t / "src");
+  pin_dir_mtimes(t / "src");
+  pack_paths(t.path(), {"src"}, t / "base", config_with());
+  const FrameEdit pick = pick_in_frame(t / "base", 55, 75);
+  INFO("frame of " << pick.frame_bytes << " bytes, " << pick.picked_bytes << " of them edited in " << pick.edited.size() << " files");
+  REQUIRE(pick.picked_bytes * 2 > pick.frame_bytes);  // over the per-unit half
+  uint64_t base_compressed = 0;
+  {
+    auto base = open_archive(t / "base");
+    for (const auto& f : base->index().frames()) base_compressed += f.compressed_size;
+  }
+  for (size_t i = 0; i < pick.edited.size(); ++i)
+    write_file(t / ("src/" + pick.edited[i]), pattern(700 + i, 9000 + i));  // smaller: the dead bytes stay
+  pin_dir_mtimes(t / "src");
+
+  // The store copies runs of at least 4/5 of the base: only the whole base is one. Packing the
+  // mostly dead frame again would cut it in two runs under the minimum, both then fetched.
+  const uint64_t min = base_compressed * 4 / 5;
+  auto copied = incremental(t.path(), t / "base", pick.changed, t / "copied", config_with(), false, "src", StoreCopy{true, min});
+  INFO("copied " << copied.stats.compressed_bytes_copied << " of " << base_compressed << ", fetched "
+                 << copied.stats.compressed_bytes_fetched);
+  CHECK(copied.stats.compressed_bytes_copied >= min);
+  CHECK(copied.stats.file_bytes_compressed == sizes_of(t / "src", pick.edited));  // the changed files only
+  check_same_as_full_pack(t, t / "copied", "copied");
+
+  // Frames that pass through the runner keep the per-unit limit: the frame is packed again, its
+  // unchanged files with it, so no more than half of what is downloaded is garbage.
+  auto fetched = incremental(t.path(), t / "base", pick.changed, t / "fetched");
+  CHECK(fetched.stats.file_bytes_compressed > sizes_of(t / "src", pick.edited));
+  auto uncopied = incremental(t.path(), t / "base", pick.changed, t / "uncopied", config_with(), false, "src",
+                              StoreCopy{true, base_compressed + 1});
+  CHECK(uncopied.stats.compressed_bytes_copied == 0);
+  CHECK(uncopied.stats.file_bytes_compressed == fetched.stats.file_bytes_compressed);
+  CHECK(slurp(t / "uncopied") == slurp(t / "fetched"));
+  check_same_as_full_pack(t, t / "fetched", "fetched");
 }
