@@ -16,7 +16,7 @@ namespace lazycache::format {
 // The probe unit: a chunk of this many bytes that is all zeros is skipped (not written).
 inline constexpr size_t kZeroProbeBytes = 64 * 1024;
 
-// Writes `n` bytes of `data` at `offset` of `fd`, skipping every all-zero chunk of
+// Writes `n` bytes of `data` at `offset` of `fd`, one pwrite per run of chunks holding data, skipping every all-zero chunk of
 // kZeroProbeBytes (aligned to `data`). `end_written` becomes the end of the last chunk written
 // (left unchanged when everything was zeros): a file whose last bytes were a hole needs an
 // ftruncate to its size. Thread-safe for disjoint ranges of one descriptor. Errors: kIo (and
