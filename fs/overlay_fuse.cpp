@@ -61,8 +61,9 @@ void note_known(Overlay& overlay, uint64_t ino, mode_t mode) {
 void reply_entry(fuse_req_t req, const Result<OverlayEntry>& e) {
   if (!e.ok()) return reply_error(req, e.error());
   fuse_entry_param p = entry_param(req, *e);
-  if (fuse_reply_entry(req, &p) != 0) return overlay_of(req).forget(e->ino, 1);  // the caller went away
-  note_known(overlay_of(req), e->ino, e->st.st_mode);
+  Overlay& overlay = overlay_of(req);  // `req` is gone once replied to
+  if (fuse_reply_entry(req, &p) != 0) return overlay.forget(e->ino, 1);  // the caller went away
+  note_known(overlay, e->ino, e->st.st_mode);
 }
 
 void op_init(void* userdata, fuse_conn_info* conn) {
@@ -187,8 +188,9 @@ void op_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
     if (!h.ok()) return reply_error(req, h.error());
     fi->fh = *h;
     fi->keep_cache = keep ? 1 : 0;
-    if (fuse_reply_open(req, fi) != 0) return overlay_of(req).release(*h);
-    if (keep) note_known(overlay_of(req), ino, S_IFREG);  // keep: the archive's bytes (else cut off)
+    Overlay& overlay = overlay_of(req);  // `req` is gone once replied to
+    if (fuse_reply_open(req, fi) != 0) return overlay.release(*h);
+    if (keep) note_known(overlay, ino, S_IFREG);  // keep: the archive's bytes (else cut off)
   });
 }
 
