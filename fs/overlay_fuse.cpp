@@ -61,7 +61,7 @@ void note_known(Overlay& overlay, uint64_t ino, mode_t mode) {
 void reply_entry(fuse_req_t req, const Result<OverlayEntry>& e) {
   if (!e.ok()) return reply_error(req, e.error());
   fuse_entry_param p = entry_param(req, *e);
-  Overlay& overlay = overlay_of(req);  // `req` is gone once replied to
+  Overlay& overlay = overlay_of(req);                                    // `req` is gone once replied to
   if (fuse_reply_entry(req, &p) != 0) return overlay.forget(e->ino, 1);  // the caller went away
   note_known(overlay, e->ino, e->st.st_mode);
 }
