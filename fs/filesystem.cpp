@@ -131,12 +131,14 @@ Filesystem::Filesystem(std::unique_ptr<format::ArchiveReader> reader, std::share
     hot_region_last_frame_ = index().frames_for_range(region_end - 1, 1).second;
   }
   described_ = std::make_unique<std::atomic<bool>[]>(index().entry_count());
+  handed_ = std::make_unique<std::atomic<uint8_t>[]>(index().entry_count());
   for (EntryId id = 0; id < index().entry_count(); ++id) {
     const format::Entry e = index().entry(id);
     if (e.type == format::EntryType::kRegular && e.size > 0 && e.link_group == id) files_by_offset_.push_back({e.data_offset, e.size, id});
   }
   std::sort(files_by_offset_.begin(), files_by_offset_.end(),
             [](const FileSpan& a, const FileSpan& b) { return a.data_offset < b.data_offset; });
+  late_thread_ = std::jthread([this](std::stop_token st) { late_hand_off_loop(st); });
 }
 
 void Filesystem::add_page_cache_sink(const void* owner, PageCacheSink sink) {
@@ -170,6 +172,7 @@ void Filesystem::hand_to_page_cache(uint32_t frame, const FramePtr& bytes) {
     if (described_[it->id].load(std::memory_order_relaxed)) {
       for (auto& [owner, sink] : sinks_) took = sink(it->id, content) || took;  // every mount of the archive
     }
+    if (took) handed_[it->id].store(kTaken, std::memory_order_relaxed);
     taken += took ? 1 : 0;
     all_taken = all_taken && took;
   }
@@ -182,7 +185,94 @@ void Filesystem::hand_to_page_cache(uint32_t frame, const FramePtr& bytes) {
   }
 }
 
+void Filesystem::note_known(EntryId id) {
+  if (id >= index().entry_count()) return;
+  const format::Entry e = index().entry(id);
+  if (e.type != format::EntryType::kRegular || e.size == 0 || e.link_group != id) return;
+  described_[id].store(true, std::memory_order_relaxed);  // a later decode offers it too
+  if (handed_[id].load(std::memory_order_relaxed) != kNotHanded) return;
+  const auto [first, last] = index().frames_for_range(e.data_offset, e.size);
+  if (first != last || !memory_.contains(first)) return;  // spans frames, or its frame is gone
+  {
+    std::shared_lock lock(sinks_mu_);
+    if (sinks_.empty()) return;
+  }
+  uint8_t expected = kNotHanded;
+  if (!handed_[id].compare_exchange_strong(expected, kQueued, std::memory_order_relaxed)) return;
+  {
+    std::lock_guard lock(late_mu_);
+    late_queue_.push_back(id);
+    ++late_pending_;
+  }
+  late_cv_.notify_one();
+}
+
+void Filesystem::late_hand_off_loop(std::stop_token stop) {
+  std::vector<EntryId> batch;
+  while (!stop.stop_requested()) {
+    {
+      std::unique_lock lock(late_mu_);
+      if (!late_cv_.wait(lock, stop, [this] { return !late_queue_.empty(); })) return;
+      batch.swap(late_queue_);
+    }
+    for (EntryId id : batch) hand_off_late(id);
+    {
+      std::lock_guard lock(late_mu_);
+      late_pending_ -= batch.size();
+    }
+    late_done_cv_.notify_all();
+    batch.clear();
+  }
+}
+
+void Filesystem::wait_late_hand_offs() {
+  std::unique_lock lock(late_mu_);
+  late_done_cv_.wait(lock, [this] { return late_pending_ == 0 || late_thread_.get_stop_token().stop_requested(); });
+}
+
+void Filesystem::hand_off_late(EntryId id) {
+  const format::Entry e = index().entry(id);
+  const uint32_t frame = index().frames_for_range(e.data_offset, e.size).first;
+  const FramePtr bytes = memory_.peek(frame);
+  const format::FrameInfo& info = index().frames()[frame];
+  bool took = false;
+  if (bytes != nullptr && bytes->size() == info.uncompressed_size) {
+    const std::span<const char> content(bytes->data() + (e.data_offset - info.uncompressed_offset), e.size);
+    std::shared_lock lock(sinks_mu_);
+    for (auto& [owner, sink] : sinks_) took = sink(id, content) || took;
+  }
+  // Not taken (the frame went, a writable mount's gate refused it, or the kernel had not made
+  // the inode yet: a lookup's reply is sent before the kernel's thread instantiates it): a later
+  // open tries again.
+  handed_[id].store(took ? kTaken : kNotHanded, std::memory_order_relaxed);
+  if (!took) return;
+  files_to_page_cache_.fetch_add(1, std::memory_order_relaxed);
+  files_to_page_cache_late_.fetch_add(1, std::memory_order_relaxed);
+  // As after a decode: without a chunk cache a dropped frame would cost a store read.
+  if (chunk_cache_ != nullptr && frame_wholly_taken(frame) && memory_.contains(frame)) {
+    memory_.hand_to_kernel(frame);
+    frames_to_page_cache_.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+bool Filesystem::frame_wholly_taken(uint32_t frame) const {
+  const format::FrameInfo& info = index().frames()[frame];
+  const uint64_t begin = info.uncompressed_offset, end = begin + info.uncompressed_size;
+  auto it = std::lower_bound(files_by_offset_.begin(), files_by_offset_.end(), begin,
+                             [](const FileSpan& f, uint64_t offset) { return f.data_offset < offset; });
+  if (it != files_by_offset_.begin() && std::prev(it)->data_offset + std::prev(it)->size > begin) return false;
+  bool any = false;
+  for (; it != files_by_offset_.end() && it->data_offset < end; ++it) {
+    if (it->data_offset + it->size > end || handed_[it->id].load(std::memory_order_relaxed) != kTaken) return false;
+    any = true;
+  }
+  return any;
+}
+
 Filesystem::~Filesystem() {
+  late_thread_.request_stop();
+  late_cv_.notify_all();
+  if (late_thread_.joinable()) late_thread_.join();
   watchdog_.request_stop();
   ops_cv_.notify_all();
   if (watchdog_.joinable()) watchdog_.join();
@@ -557,6 +647,7 @@ MountStats Filesystem::stats() const {
   s.readahead_stored = c.readahead_stored.load();
   s.files_to_page_cache = files_to_page_cache_.load(std::memory_order_relaxed);
   s.frames_to_page_cache = frames_to_page_cache_.load(std::memory_order_relaxed);
+  s.files_to_page_cache_late = files_to_page_cache_late_.load(std::memory_order_relaxed);
   s.fetch_errors = c.fetch_errors.load();
   s.files_opened = files_opened_.load();
   s.open_handles = open_handles_.load();

@@ -191,11 +191,23 @@ class Filesystem {
   // drop pages) and readahead skips it. The kernel takes a file only when it knows its inode
   // (a lookup or readdirplus named it; getattr() notes the entries it described and only those
   // are offered): a job opening files by path hands off little, and its frames stay in memory.
-  // `owner` identifies the sink for removal. Sinks run on a fetch thread;
-  // remove_page_cache_sink() waits for a hand-off in progress, so after it returns the sink is
-  // never called again.
+  // A file the kernel learns of only after its frame was decoded (node's require looks a file
+  // up by path just before it opens it) is handed off late: see note_known().
+  // `owner` identifies the sink for removal. Sinks run on a fetch thread or the late hand-off
+  // thread; remove_page_cache_sink() waits for a hand-off in progress, so after it returns the
+  // sink is never called again.
   void add_page_cache_sink(const void* owner, PageCacheSink sink);
   void remove_page_cache_sink(const void* owner);
+  // Late hand-off (issue 15): the adapter has sent the kernel a reply naming entry `id` (lookup,
+  // readdirplus, open), so the kernel knows its inode now. When `id` is a regular file wholly
+  // inside a frame that is still decoded in memory and not handed off yet, the late hand-off
+  // thread offers it to the sinks; when every file of that frame has been taken, the frame is
+  // dropped as after a decode. Only frames in memory: a frame that is gone costs a decode, and
+  // the job's own read would bring it back anyway (and offer the file then, as it is known).
+  // Never blocks (request threads call it): a few atomics, a FrameCache lookup, a queue push.
+  void note_known(EntryId id);
+  // Blocks until every late hand-off queued so far has run (tests).
+  void wait_late_hand_offs();
 
   MountStats stats() const;
   // Reads whose callback has not run yet. The FUSE glue waits for 0 before it destroys sessions,
@@ -213,6 +225,11 @@ class Filesystem {
   void prefetch_directory(const format::Entry& opened);
   void finish(const std::shared_ptr<ReadOp>& op, Result<std::vector<ReadPiece>> result);
   void hand_to_page_cache(uint32_t frame, const FramePtr& bytes);  // fetch thread (on_decoded)
+  void late_hand_off_loop(std::stop_token stop);                   // the late hand-off thread
+  void hand_off_late(EntryId id);                                  // that thread, one file
+  // Whether every file of `frame` lies wholly inside it and was taken by a sink (none reaches
+  // into a neighbouring frame).
+  bool frame_wholly_taken(uint32_t frame) const;
   void watchdog(std::stop_token stop);
   void trim_if_idle();  // watchdog thread
 
@@ -248,7 +265,16 @@ class Filesystem {
   std::unique_ptr<std::atomic<bool>[]> described_;
   std::shared_mutex sinks_mu_;  // guards sinks_; held shared while a hand-off runs
   std::vector<std::pair<const void*, PageCacheSink>> sinks_;
-  std::atomic<uint64_t> files_to_page_cache_{0}, frames_to_page_cache_{0};
+  std::atomic<uint64_t> files_to_page_cache_{0}, frames_to_page_cache_{0}, files_to_page_cache_late_{0};
+  // Per entry: kNotHanded, kQueued (for the late hand-off thread), kTaken (a sink took it).
+  enum HandOff : uint8_t { kNotHanded = 0, kQueued = 1, kTaken = 2 };
+  std::unique_ptr<std::atomic<uint8_t>[]> handed_;
+  std::mutex late_mu_;  // guards late_queue_, late_pending_
+  std::condition_variable_any late_cv_;
+  std::condition_variable late_done_cv_;
+  std::vector<EntryId> late_queue_;
+  size_t late_pending_ = 0;   // queued or running
+  std::jthread late_thread_;  // joined first in the destructor
 
   mutable std::mutex access_mu_;  // guards opened_, access_order_
   std::vector<bool> opened_;

@@ -25,6 +25,12 @@ bool FrameCache::contains(uint32_t frame) const {
   return map_.count(frame) != 0;
 }
 
+FramePtr FrameCache::peek(uint32_t frame) const {
+  std::lock_guard lock(mu_);
+  auto it = map_.find(frame);
+  return it == map_.end() ? nullptr : it->second.data;
+}
+
 bool FrameCache::evict_one_locked() {
   std::list<uint32_t>& from = lru_.empty() ? ahead_lru_ : lru_;  // frames about to be read go last
   if (from.empty()) return false;

@@ -35,6 +35,9 @@ class FrameCache {
   FramePtr get(uint32_t frame);
   // Whether the frame is held; changes nothing.
   bool contains(uint32_t frame) const;
+  // The frame if held, else nullptr; changes nothing (the late page-cache hand-off, which is no
+  // read of it).
+  FramePtr peek(uint32_t frame) const;
   // Holds `data` for `frame`, evicting older frames to fit the budget (ordinary ones first).
   // Returns false when the frame does not fit even after evicting everything else (it is then
   // simply not cached). `ahead`: decoded before anyone read it (see above).

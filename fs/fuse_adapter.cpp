@@ -88,7 +88,8 @@ void op_lookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
     }
     auto e = entry_param(m, *id);
     if (!e.ok()) return reply_error(req, e.error());
-    fuse_reply_entry(req, &*e);
+    // Only once the reply is sent may its file be handed off late (the kernel knows it now).
+    if (fuse_reply_entry(req, &*e) == 0) m.filesystem().note_known(*id);
   });
 }
 
@@ -150,6 +151,7 @@ void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, bool plu
   }
   std::vector<char> buf(size);
   size_t used = 0;
+  std::vector<EntryId> described;  // readdirplus: the entries the reply names, for note_known()
   auto add = [&](const char* name, EntryId id, bool dot, off_t next) -> bool {
     size_t n;
     if (plus) {
@@ -175,17 +177,22 @@ void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, bool plu
     }
     if (n > size - used) return false;
     used += n;
+    if (plus && !dot) described.push_back(id);
     return true;
   };
+  auto reply = [&] {
+    if (fuse_reply_buf(req, buf.data(), used) != 0) return;
+    for (EntryId id : described) fs.note_known(id);  // late hand-off, after the reply
+  };
   const EntryId parent = dir == m.config().root ? dir : fs.index().entry(dir).parent;
-  if (off < 1 && !add(".", dir, true, 1)) return void(fuse_reply_buf(req, buf.data(), used));
-  if (off < 2 && !add("..", parent, true, 2)) return void(fuse_reply_buf(req, buf.data(), used));
+  if (off < 1 && !add(".", dir, true, 1)) return reply();
+  if (off < 2 && !add("..", parent, true, 2)) return reply();
   for (uint64_t i = off < 3 ? 0 : static_cast<uint64_t>(off) - 2; i < kids->count; ++i) {
     const EntryId child = kids->first + static_cast<EntryId>(i);
     const std::string name(fs.index().entry(child).name);
     if (!add(name.c_str(), fs.canonical(child), false, static_cast<off_t>(i + 3))) break;
   }
-  fuse_reply_buf(req, buf.data(), used);
+  reply();
 }
 
 void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info*) {
@@ -214,7 +221,10 @@ void op_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
     fi->fh = *h;
     fi->keep_cache = 1;
     fi->noflush = 1;
-    if (fuse_reply_open(req, fi) != 0) m.filesystem().release(*h);  // the opener was interrupted
+    if (fuse_reply_open(req, fi) != 0) return m.filesystem().release(*h);  // the opener was interrupted
+    // A lookup's late hand-off can come before the kernel made the inode (notify_store fails):
+    // at the open it surely exists.
+    m.filesystem().note_known(m.filesystem().canonical(m.to_id(ino)));
   });
 }
 

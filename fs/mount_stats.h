@@ -27,11 +27,12 @@ struct MountStats {
   uint64_t fill_bytes = 0;         // of store_bytes: fetched by prefetch and background fill
   uint64_t on_demand_bytes = 0;    // of store_bytes: fetched for reads and their readahead
   uint64_t chunk_cache_bad = 0;
-  uint64_t frames_spilled = 0;        // frames over a quarter of the budget decoded to a file
-  uint64_t frames_decoded = 0;        // frame decompressions (a frame read again after eviction counts again)
-  uint64_t readahead_stored = 0;      // readahead frames stored in the chunk cache undecoded
-  uint64_t files_to_page_cache = 0;   // files handed to the kernel's page cache whole (notify_store)
-  uint64_t frames_to_page_cache = 0;  // frames whose every file was, dropped from memory for it
+  uint64_t frames_spilled = 0;            // frames over a quarter of the budget decoded to a file
+  uint64_t frames_decoded = 0;            // frame decompressions (a frame read again after eviction counts again)
+  uint64_t readahead_stored = 0;          // readahead frames stored in the chunk cache undecoded
+  uint64_t files_to_page_cache = 0;       // files handed to the kernel's page cache whole (notify_store)
+  uint64_t frames_to_page_cache = 0;      // frames whose every file was, dropped from memory for it
+  uint64_t files_to_page_cache_late = 0;  // of files_to_page_cache: handed off after the frame's decode (note_known)
   uint64_t fetch_errors = 0;
   uint64_t files_opened = 0;
   uint64_t open_handles = 0;

@@ -50,10 +50,20 @@ fuse_entry_param entry_param(fuse_req_t req, const OverlayEntry& e) {
   return p;
 }
 
+// Late page-cache hand-off (Filesystem::note_known): a reply naming regular file `ino` was sent.
+// Archive files keep their entry's number (fs/inode_numbers.h: N + 2); the hand-off's filter
+// (Overlay::offer_to_page_cache) refuses inodes copied up or cut off before a change.
+void note_known(Overlay& overlay, uint64_t ino, mode_t mode) {
+  if (!S_ISREG(mode) || ino < 2 || ino - 2 >= overlay.lower().index().entry_count()) return;
+  overlay.lower().note_known(static_cast<EntryId>(ino - 2));
+}
+
 void reply_entry(fuse_req_t req, const Result<OverlayEntry>& e) {
   if (!e.ok()) return reply_error(req, e.error());
   fuse_entry_param p = entry_param(req, *e);
-  if (fuse_reply_entry(req, &p) != 0) overlay_of(req).forget(e->ino, 1);  // the caller went away
+  Overlay& overlay = overlay_of(req);                                    // `req` is gone once replied to
+  if (fuse_reply_entry(req, &p) != 0) return overlay.forget(e->ino, 1);  // the caller went away
+  note_known(overlay, e->ino, e->st.st_mode);
 }
 
 void op_init(void* userdata, fuse_conn_info* conn) {
@@ -178,7 +188,9 @@ void op_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
     if (!h.ok()) return reply_error(req, h.error());
     fi->fh = *h;
     fi->keep_cache = keep ? 1 : 0;
-    if (fuse_reply_open(req, fi) != 0) overlay_of(req).release(*h);
+    Overlay& overlay = overlay_of(req);  // `req` is gone once replied to
+    if (fuse_reply_open(req, fi) != 0) return overlay.release(*h);
+    if (keep) note_known(overlay, ino, S_IFREG);  // keep: the archive's bytes (else cut off)
   });
 }
 
@@ -273,6 +285,7 @@ void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse
     std::vector<char> buf(size);
     size_t used = 0;
     std::vector<uint64_t> counted;
+    std::vector<uint64_t> files;  // regular files named, for the late hand-off after the reply
     auto add = [&](const char* name, fuse_entry_param& e, off_t next) {
       const size_t n = fuse_add_direntry_plus(req, buf.data() + used, size - used, name, &e, next);
       if (n > size - used) return false;
@@ -287,8 +300,11 @@ void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse
       return add(name, e, next);
     };
     auto reply = [&] {
-      if (fuse_reply_buf(req, buf.data(), used) != 0)
+      if (fuse_reply_buf(req, buf.data(), used) != 0) {
         for (uint64_t i : counted) overlay.forget(i, 1);
+        return;
+      }
+      for (uint64_t i : files) note_known(overlay, i, S_IFREG);
     };
     if (off < 1 && !add_dot(".", 1)) return reply();
     if (off < 2 && !add_dot("..", 2)) return reply();
@@ -301,6 +317,7 @@ void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse
         break;
       }
       counted.push_back(looked->ino);
+      if (S_ISREG(looked->st.st_mode)) files.push_back(looked->ino);
     }
     reply();
   });

@@ -311,3 +311,117 @@ TEST_CASE("readahead skips frames the kernel's page cache holds", "[unit]") {
     CHECK(got->bytes->size() == reader->index().frames()[2].uncompressed_size);
   }
 }
+
+TEST_CASE("a file the kernel learns of after its frame was decoded is handed off late; a frame wholly taken is dropped", "[unit]") {
+  // node's require: the lookup of a file comes after a read of its neighbour decoded the frame.
+  Mounted m(node_tree);
+  Recorder rec;
+  m.fs->add_page_cache_sink(&rec, rec.sink());
+  for (format::EntryId id : m.files()) {  // by id, no getattr: nothing is offered at the decodes
+    auto h = m.fs->open(id, O_RDONLY);
+    REQUIRE(h.ok());
+    REQUIRE(m.fs->read_sync(*h, 0, static_cast<size_t>(m.index().entry(id).size)).ok());
+    m.fs->release(*h);
+  }
+  m.fs->wait_prefetch_idle();
+  REQUIRE(rec.call_count() == 0);
+  const auto before = m.fs->stats();
+  REQUIRE(before.memory_used_bytes > 0);
+
+  uint64_t whole = 0;
+  for (format::EntryId id : m.files()) {
+    m.fs->note_known(id);
+    whole += m.wholly_in_one_frame(id) ? 1 : 0;
+  }
+  m.fs->wait_late_hand_offs();
+  const auto after = m.fs->stats();
+  for (format::EntryId id : m.files()) {
+    INFO(m.index().path(id));
+    if (m.wholly_in_one_frame(id)) {
+      REQUIRE(rec.got.count(id) == 1);
+      CHECK(rec.got.at(id) == m.content(id));  // bytes exact
+    } else {
+      CHECK(rec.got.count(id) == 0);
+    }
+  }
+  CHECK(after.files_to_page_cache_late == whole);
+  CHECK(after.files_to_page_cache == whole);
+  uint64_t droppable = 0;
+  for (uint32_t f = 0; f < m.index().frames().size(); ++f) {
+    const auto use = m.use_of(f);
+    droppable += use.has_file && !use.shared_with_neighbour ? 1 : 0;
+  }
+  REQUIRE(droppable > 0);
+  CHECK(after.frames_to_page_cache == droppable);
+  CHECK(after.memory_used_bytes < before.memory_used_bytes);
+
+  // Known again (another lookup, then the open): a file already taken is not offered again.
+  const uint64_t calls = rec.call_count();
+  for (format::EntryId id : m.files()) m.fs->note_known(id);
+  m.fs->wait_late_hand_offs();
+  CHECK(rec.call_count() == calls);
+}
+
+TEST_CASE("a late hand-off the sink refuses leaves the frame and is tried again at the next note", "[unit]") {
+  Mounted m(node_tree);
+  Recorder rec;
+  rec.take = false;  // the kernel had not made the inode yet
+  m.fs->add_page_cache_sink(&rec, rec.sink());
+  const format::EntryId id = m.files().front();
+  REQUIRE(m.wholly_in_one_frame(id));
+  auto h = m.fs->open(id, O_RDONLY);
+  REQUIRE(h.ok());
+  REQUIRE(m.fs->read_sync(*h, 0, 1).ok());
+  m.fs->release(*h);
+  m.fs->wait_prefetch_idle();
+  m.fs->note_known(id);
+  m.fs->wait_late_hand_offs();
+  CHECK(rec.call_count() == 1);
+  CHECK(m.fs->stats().files_to_page_cache == 0);
+  {
+    std::lock_guard lock(rec.mu);
+    rec.take = true;
+  }
+  m.fs->note_known(id);  // the open
+  m.fs->wait_late_hand_offs();
+  CHECK(rec.call_count() == 2);
+  CHECK(m.fs->stats().files_to_page_cache_late == 1);
+}
+
+TEST_CASE("a file whose frame is not in memory is not handed off late (its read decodes and offers it)", "[unit]") {
+  Mounted m(node_tree);
+  Recorder rec;
+  m.fs->add_page_cache_sink(&rec, rec.sink());
+  const format::EntryId id = m.files().front();
+  m.fs->note_known(id);  // nothing decoded yet
+  m.fs->wait_late_hand_offs();
+  CHECK(rec.call_count() == 0);
+  REQUIRE(testing::read_whole(*m.fs, m.index().path(id)) == m.content(id));
+  m.fs->wait_prefetch_idle();
+  CHECK(rec.got.count(id) == 1);  // known since the note: offered at the decode
+}
+
+TEST_CASE("decoded frames in memory stay within the frame budget", "[unit]") {
+  TempDir dir;
+  testing::make_node_like_tree(dir / "t", 40);
+  testing::pack_tree(dir.path(), {"t"}, dir / "a.tar.zst");
+  auto cache = fs::ChunkCache::open({dir / "cache", 1ull << 30});
+  REQUIRE(cache.ok());
+  fs::FilesystemConfig config;
+  config.idle_trim_ms = 0;
+  config.memory_budget_bytes = 512 << 10;  // 8 frames of 64 KiB
+  fs::Filesystem fs(testing::open_archive_file(dir / "a.tar.zst"), *cache, config);
+  REQUIRE(fs.index().frames().size() > 16);
+  uint64_t files = 0;
+  for (format::EntryId id = 0; id < fs.index().entry_count(); ++id) {
+    const format::Entry e = fs.index().entry(id);
+    if (e.type != format::EntryType::kRegular || e.size == 0 || e.link_group != id) continue;
+    REQUIRE(testing::read_whole(fs, fs.index().path(id)) == testing::read_file(dir / fs.index().path(id)));
+    ++files;
+  }
+  fs.wait_prefetch_idle();
+  REQUIRE(files > 50);
+  const auto s = fs.stats();
+  CHECK(s.frames_decoded > 8);  // the budget did bind
+  CHECK(s.memory_peak_bytes <= config.memory_budget_bytes);
+}

@@ -11,8 +11,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <map>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -228,4 +231,62 @@ TEST_CASE("overlay: remembered 'no upper directory' answers end when upper/ gain
   REQUIRE(f.ok());
   w.overlay->release(f->second);
   CHECK(w.ino("node_modules/fresh/f.txt") != 0);
+}
+
+TEST_CASE("overlay late hand-off: a file cut off before its late hand-off is not handed; its neighbour is", "[unit]") {
+  World w;
+  // Two archive files wholly inside one frame: `cut` is written (cut off) after the frame was
+  // decoded, `kept` is only read; both become known to the kernel after the decode.
+  const format::Index& index = w.lower->index();
+  std::map<uint32_t, std::vector<fs::EntryId>> by_frame;
+  for (fs::EntryId id = 0; id < index.entry_count(); ++id) {
+    const format::Entry e = index.entry(id);
+    if (e.type != format::EntryType::kRegular || e.size == 0 || e.link_group != id) continue;
+    const auto [a, b] = index.frames_for_range(e.data_offset, e.size);
+    if (a == b) by_frame[a].push_back(id);
+  }
+  std::vector<fs::EntryId> pair;
+  for (auto& [frame, ids] : by_frame) {
+    if (ids.size() >= 2) {
+      pair = {ids[0], ids[1]};
+      break;
+    }
+  }
+  REQUIRE(pair.size() == 2);
+  const std::string cut = index.path(pair[0]).substr(2), kept = index.path(pair[1]).substr(2);  // below "t/"
+
+  std::mutex mu;
+  std::vector<uint64_t> stored;
+  int sink_owner = 0;
+  w.lower->add_page_cache_sink(&sink_owner, [&](fs::EntryId id, std::span<const char>) {
+    return w.overlay->offer_to_page_cache(id, [&](uint64_t ino) {
+      std::lock_guard lock(mu);
+      stored.push_back(ino);
+      return true;
+    });
+  });
+  {
+    auto h = w.lower->open(pair[0], O_RDONLY);  // by id: decodes the frame, tells nobody
+    REQUIRE(h.ok());
+    REQUIRE(w.lower->read_sync(*h, 0, 1).ok());
+    w.lower->release(*h);
+    w.lower->wait_prefetch_idle();
+  }
+  {
+    std::lock_guard lock(mu);
+    stored.clear();
+  }
+  const uint64_t cut_ino = w.ino(cut), kept_ino = w.ino(kept);
+  REQUIRE(w.write(cut, "changed", O_WRONLY | O_TRUNC).ok());  // cut off (and copied up) before the late hand-off
+  REQUIRE(w.overlay->page_cache_cut_off(cut_ino));
+  w.lower->note_known(pair[0]);
+  w.lower->note_known(pair[1]);
+  w.lower->wait_late_hand_offs();
+  {
+    std::lock_guard lock(mu);
+    CHECK(std::count(stored.begin(), stored.end(), cut_ino) == 0);
+    CHECK(std::count(stored.begin(), stored.end(), kept_ino) == 1);
+  }
+  CHECK(w.read(cut) == "changed");
+  w.lower->remove_page_cache_sink(&sink_owner);
 }
