@@ -17,6 +17,12 @@ rss_kib() {  # rss_kib PID FIELD(VmHWM|VmRSS)
   awk -v f="$2:" '$1 == f { print $2 }' "/proc/$1/status" 2>/dev/null || echo 0
 }
 mib() { awk -v b="$1" 'BEGIN { printf "%.1f", b / 1048576 }'; }
+# to_mib "12.3 KiB": a size as lazycache prints it (common/byte_format.h: B, KiB, MiB, GiB, TiB)
+# in MiB; nothing for text that is no such size.
+to_mib() {
+  awk '{ u = $2; f = u == "B" ? 1 / 1048576 : u == "KiB" ? 1 / 1024 : u == "MiB" ? 1 : u == "GiB" ? 1024 : u == "TiB" ? 1048576 : ""
+         if ($1 ~ /^[0-9.]+$/ && f != "") printf "%.6f\n", $1 * f }' <<<"$1"
+}
 
 # --- lazycache command lines, kept in one place as the CLI lands ---
 LC_STORE_OPTS=()
@@ -479,7 +485,7 @@ lc_incremental_rows() {
     [ "$mode" = 1pct ] && label="1 % of the files changed ($(wc -l < "$W/incr-picked.txt") files)"
     # Untimed: a mount of the base under a new key, the change made through it.
     local PREP_INCR='next_seq; lc_unmount "$JOBD"; rm -rf "$JOBD"; mkdir -p "$JOBD"; lc_clear_cache; "$LC" mount "${LC_STORE_OPTS[@]}" --key "incr-$fx-$prof-new-$SEQ" --restore-keys "'"$BASE"'" --fill none "$JOBD" && (cd "$JOBD" && while read -r f; do printf "// changed\n" >> "$f"; done < "$W/incr-picked.txt")'
-    local AFTER_INCR='l=$(grep "as key incr-$fx-$prof-new-$SEQ" "$LOG" | tail -1); note_add uploaded_mib "$(sed -n "s/.*uploaded \([0-9.]*\) MiB.*/\1/p" <<<"$l" | head -1)"; note_add read_back_mib "$(sed -n "s/.*MiB (\([0-9.]*\) MiB of it read back.*/\1/p" <<<"$l" | head -1)"; note_add changed_zst_bytes "$(cd "'"$T"'" && tr "\n" "\0" < "$W/incr-picked.txt" | xargs -0 cat | zstd -q -3 -c | wc -c)"; note_add index_mib "$("$LC" info "${LC_STORE_OPTS[@]}" --key "incr-$fx-$prof-new-$SEQ" | awk "/^index \+ table:/ { v = \$4; u = \$5; print (u == \"KiB\" ? v / 1024 : u == \"B\" ? v / 1048576 : v) }")"'
+    local AFTER_INCR='l=$(grep "as key incr-$fx-$prof-new-$SEQ" "$LOG" | tail -1); note_add uploaded_mib "$(to_mib "$(sed -n "s/.*uploaded \([0-9.]* [KMGT]*i*B\) (.*/\1/p" <<<"$l")")"; note_add read_back_mib "$(to_mib "$(sed -n "s/.*uploaded [0-9.]* [KMGT]*i*B (\([0-9.]* [KMGT]*i*B\) of it read back.*/\1/p" <<<"$l")")"; note_add changed_zst_bytes "$(cd "'"$T"'" && tr "\n" "\0" < "$W/incr-picked.txt" | xargs -0 cat | zstd -q -3 -c | wc -c)"; note_add index_mib "$("$LC" info "${LC_STORE_OPTS[@]}" --key "incr-$fx-$prof-new-$SEQ" | awk "/^index \+ table:/ { v = \$4; u = \$5; print (u == \"KiB\" ? v / 1024 : u == \"B\" ? v / 1048576 : v) }")"'
     measure incr_save "$fx" "$prof" "lazycache unmount --save, $label" "$PREP_INCR" '"$LC" unmount --save "$JOBD"' "$AFTER_INCR"
   done
   lc_unmount "$JOBD"; rm -rf "$JOBD"

@@ -41,6 +41,7 @@ struct FillPolicy {
   // it is at most a quarter of the cache bound and at most kAutoCapBytes, else the smaller of
   // kAutoCapBytes and a quarter of the bound.
   uint64_t target_bytes(uint64_t archive_bytes, uint64_t cache_bound_bytes, bool has_cache) const;
+  bool operator==(const FillPolicy&) const = default;
 };
 
 }  // namespace lazycache::fs

@@ -20,6 +20,7 @@ struct TransferConfig {
   int low_speed_time_s = 20;
   int low_speed_bytes_per_s = 1024;
   int max_attempts = 5;  // per request, for the retry policy
+  bool operator==(const TransferConfig&) const = default;
 };
 
 struct UploadPlan {

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 // `lazycache restore --key K [--restore-keys P]... PATH...`: find the entry like actions/cache
 // (exact key, else the newest entry of the first matching prefix), then mount it when FUSE is
-// usable (by running `mount` with the same key and store options) or extract it: concurrent
-// range reads (ObjectByteSource) -> frame verification and decompression -> files, a pipeline in
-// format/extractor. Says which it does and why.
+// usable (run_mount() with the same key and store options, typed: tools/cmd_restore.h) or
+// extract it: concurrent range reads (ObjectByteSource) -> frame verification and decompression
+// -> files, a pipeline in format/extractor. Says which it does and why.
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -16,6 +16,8 @@
 #include "format/extractor.h"
 #include "format/root_placement.h"
 #include "remote/object_byte_source.h"
+#include "tools/cmd_mount.h"
+#include "tools/cmd_restore.h"
 #include "tools/command.h"
 #include "tools/extract_options.h"
 #include "tools/fuse_probe.h"
@@ -32,19 +34,6 @@ namespace {
 // Why FUSE cannot be used here, or "": the device, the kernel and the mount permission
 // (tools/fuse_probe.h; a trial mount catches containers that deny mount(2)).
 std::string fuse_unusable_reason() { return probe_fuse().reason; }
-
-// The restore options `mount` understands, passed through unchanged.
-std::vector<std::string> mount_args(const ArgParser& args) {
-  std::vector<std::string> out;
-  for (const char* name : {"store", "endpoint", "region", "concurrency", "part-size", "memory-budget", "retries", "key", "scope"})
-    if (args.has(name)) out.insert(out.end(), {std::string("--") + name, args.get(name)});
-  for (const auto& v : args.get_all("restore-keys")) out.insert(out.end(), {"--restore-keys", v});
-  for (const char* flag : {"path-style", "virtual-hosted", "sign-payload", "fail-on-cache-miss", "json", "any-paths"})
-    if (args.has(flag)) out.push_back(std::string("--") + flag);
-  out.emplace_back("--");
-  for (const auto& p : args.positionals()) out.push_back(p);
-  return out;
-}
 
 int extract(const ArgParser& args, std::shared_ptr<remote::ObjectStore> store, const ResolvedEntry& entry, int threads,
             RestoreTimeline& timeline) {
@@ -103,7 +92,7 @@ int extract(const ArgParser& args, std::shared_ptr<remote::ObjectStore> store, c
     return kExitOk;
   }
   char rate[64];
-  std::snprintf(rate, sizeof rate, "%.1f MiB in %.0f ms", static_cast<double>(stats->file_bytes) / (1 << 20), ms);
+  std::snprintf(rate, sizeof rate, "%s in %.0f ms", human_bytes(stats->file_bytes).c_str(), ms);
   std::cout << "restored key " << entry.match->key << (entry.cache_hit() ? "" : " (restore key match)") << " from " << described << ": "
             << stats->files << " files, " << rate << ", " << stats->frames_read << " frames in " << requests << " range requests ("
             << stats->concurrency << " x " << human_bytes(stats->part_size_bytes) << ")\n";
@@ -111,17 +100,7 @@ int extract(const ArgParser& args, std::shared_ptr<remote::ObjectStore> store, c
 }
 
 int run_restore(ArgParser& args) {
-  add_store_options(args);
-  add_key_options(args);
-  args.option("mode", "auto|mount|extract", "mount when FUSE is usable, else extract", "auto");
-  args.flag("extract", "same as --mode extract");
-  args.flag("fail-on-cache-miss", "exit 3 when no entry matches");
-  args.flag("json", "print one JSON object (docs/cli.md) instead of the outputs and summary");
-  args.flag("verbose", "when extracting, print the timeline (lookup, tail, first and last data, extract) on stderr");
-  args.option("threads", "N", "decompression threads when extracting (0: one per CPU)", "0");
-  add_extract_writer_option(args);
-  add_extract_safety_options(args);
-  add_extract_owner_options(args);
+  add_restore_options(args);
   int code = 0;
   RestoreTimeline timeline;  // from here: what the user waits for
   if (!args.parse(code)) return code;
@@ -144,12 +123,11 @@ int run_restore(ArgParser& args) {
       if (Status empty = require_empty_mountpoint(absolute_path(p)); why.empty() && mode == "auto" && !empty.ok())
         why = absolute_path(p) + " is not empty";
     }
-    auto mount = command_registry().find("mount");
-    if (mount == command_registry().end()) why = "this build has no mount command";
     if (why.empty()) {
+      auto options = restore_mount_options(args);
+      if (!options.ok()) return report_error("restore", options.error());
       std::cerr << "lazycache restore: mounting (FUSE is usable; --extract to unpack instead)\n";
-      ArgParser mount_parser("mount", mount->second.usage, mount_args(args));
-      int rc = mount->second.run(mount_parser);
+      int rc = run_mount(*options);
       // 3 with --fail-on-cache-miss: the miss, already reported. Any other failure (a chunk cache
       // that cannot be created, a mount(2) refused late) still leaves extracting, in this process:
       // the mount's daemon has exited, and the step waits for the tree.
@@ -188,4 +166,34 @@ const CommandRegistration kRestore{"restore", "restore a cache entry by key: mou
                                    "--key KEY [--restore-keys PREFIX]... [--scope S] [--store URL] [--extract] [PATH...]", run_restore};
 
 }  // namespace
+
+void add_restore_options(ArgParser& args) {
+  add_store_options(args);
+  add_key_options(args);
+  args.option("mode", "auto|mount|extract", "mount when FUSE is usable, else extract", "auto");
+  args.flag("extract", "same as --mode extract");
+  args.flag("fail-on-cache-miss", "exit 3 when no entry matches");
+  args.flag("json", "print one JSON object (docs/cli.md) instead of the outputs and summary");
+  args.flag("verbose", "when extracting, print the timeline (lookup, tail, first and last data, extract) on stderr");
+  args.option("threads", "N", "decompression threads when extracting (0: one per CPU)", "0");
+  add_extract_writer_option(args);
+  add_extract_safety_options(args);
+  add_extract_owner_options(args);
+}
+
+Result<MountOptions> restore_mount_options(const ArgParser& args) {
+  MountOptions o = default_mount_options();
+  LC_ASSIGN_OR_RETURN(StoreSettings store, store_settings_from(args));
+  // restore has no --upload-budget: the later unmount --save uploads within mount's default.
+  store.transfer.memory_budget_bytes = o.store.transfer.memory_budget_bytes;
+  o.store = store;
+  if (args.has("memory-budget")) {
+    LC_ASSIGN_OR_RETURN(o.memory_budget_bytes, args.get_size("memory-budget"));
+  }
+  o.key = key_options_from(args);
+  for (const auto& p : args.positionals()) o.paths.push_back(absolute_path(p));
+  o.json = args.has("json");
+  o.fail_on_cache_miss = args.has("fail-on-cache-miss");
+  return o;
+}
 }  // namespace lazycache::cli

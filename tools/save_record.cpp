@@ -181,6 +181,10 @@ Result<StoreSettings> recorded_store_settings(const ArgParser& args, StoreUse us
   if (use == StoreUse::kMount) {
     LC_ASSIGN_OR_RETURN(st.transfer.memory_budget_bytes, args.get_size("upload-budget"));
   }
+  return settings_for_record(std::move(st));
+}
+
+StoreSettings settings_for_record(StoreSettings st) {
   if (st.url.empty()) {
     if (const char* env = std::getenv("LAZYCACHE_STORE"); env != nullptr && *env != 0) st.url = env;
   }

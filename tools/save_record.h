@@ -87,6 +87,9 @@ void restore_store_secrets(SaveRecord& record);
 // --memory-budget is frame memory). Never credentials: those come from the environment and
 // ~/.aws again when the record is used. kInvalidArgument as store_settings_from().
 Result<StoreSettings> recorded_store_settings(const ArgParser& args, StoreUse use);
+// The typed part of that: `settings` with $LAZYCACHE_STORE made explicit and the URLs redacted
+// (the memory budget is the caller's: a mount's --upload-budget).
+StoreSettings settings_for_record(StoreSettings settings);
 // The record lines of `settings` (format 2, above): also what tells two mounts' stores apart.
 std::string store_settings_text(const StoreSettings& settings);
 

@@ -202,6 +202,10 @@ std::vector<std::string> restore_prefixes_from(const ArgParser& args) {
   return out;
 }
 
+KeyOptions key_options_from(const ArgParser& args) {
+  return KeyOptions{args.get("key"), args.get("scope"), restore_prefixes_from(args), args.has("any-paths")};
+}
+
 Result<std::string> primary_object_key(const ArgParser& args, const std::string& version) {
   std::string key = args.get("key");
   if (key.empty()) return Status(ErrorCode::kInvalidArgument, "--key is required");
@@ -229,13 +233,18 @@ std::string path_list(const std::vector<std::string>& paths) {
 
 Result<ResolvedEntry> resolve_entry(std::shared_ptr<remote::ObjectStore> store, const ArgParser& args,
                                     const std::vector<std::string>& saved_paths, EntryUse use) {
+  return resolve_entry(std::move(store), key_options_from(args), saved_paths, use);
+}
+
+Result<ResolvedEntry> resolve_entry(std::shared_ptr<remote::ObjectStore> store, const KeyOptions& key,
+                                    const std::vector<std::string>& saved_paths, EntryUse use) {
   ResolvedEntry entry;
-  entry.scope = args.get("scope");
-  entry.primary_key = args.get("key");
+  entry.scope = key.scope;
+  entry.primary_key = key.key;
   if (entry.primary_key.empty()) return Status(ErrorCode::kInvalidArgument, "--key is required");
-  entry.restore_prefixes = restore_prefixes_from(args);
+  entry.restore_prefixes = key.restore_prefixes;
   entry.saved_paths = saved_paths;
-  if (!saved_paths.empty() && !args.has("any-paths")) entry.version = remote::entry_version(saved_paths);
+  if (!saved_paths.empty() && !key.any_paths) entry.version = remote::entry_version(saved_paths);
   LC_ASSIGN_OR_RETURN(auto resolution,
                       remote::resolve_cache_key(*store, entry.scope, entry.primary_key, entry.restore_prefixes, entry.version));
   entry.match = std::move(resolution.match);

@@ -55,6 +55,7 @@ struct StoreSettings {
   Addressing addressing = Addressing::kAuto;
   bool sign_payload = false;        // --sign-payload
   remote::TransferConfig transfer;  // --concurrency, --part-size, --memory-budget, --retries
+  bool operator==(const StoreSettings&) const = default;
 };
 // kInvalidArgument naming the option (a bad size, --path-style with --virtual-hosted, ...).
 Result<StoreSettings> store_settings_from(const ArgParser& args);
@@ -91,6 +92,15 @@ struct ResolvedEntry {
 
 // --restore-keys values, split at newlines, blanks dropped.
 std::vector<std::string> restore_prefixes_from(const ArgParser& args);
+// The key options (add_key_options) parsed once: what resolve_entry() looks up.
+struct KeyOptions {
+  std::string key;                            // --key; "": resolve_entry() fails with kInvalidArgument
+  std::string scope;                          // --scope
+  std::vector<std::string> restore_prefixes;  // --restore-keys, as restore_prefixes_from() splits them
+  bool any_paths = false;                     // --any-paths
+  bool operator==(const KeyOptions&) const = default;
+};
+KeyOptions key_options_from(const ArgParser& args);
 // Resolves --key / --restore-keys / --scope for `saved_paths` (absolute, in the order given: the
 // entry's version, remote::entry_version; none given or --any-paths: any version). An entry of
 // the key saved for other paths is a miss, and saved_for_other_paths says what they were (one
@@ -98,6 +108,9 @@ std::vector<std::string> restore_prefixes_from(const ArgParser& args);
 // --key. With kUse (restore, mount, reading commands) the matched entry's use is recorded
 // (ObjectStore::record_access) for least-recently-used pruning; `lookup` only looks (kLookOnly).
 enum class EntryUse { kUse, kLookOnly };
+Result<ResolvedEntry> resolve_entry(std::shared_ptr<remote::ObjectStore> store, const KeyOptions& key,
+                                    const std::vector<std::string>& saved_paths, EntryUse use = EntryUse::kUse);
+// The same from a command line (key_options_from, then resolve_entry).
 Result<ResolvedEntry> resolve_entry(std::shared_ptr<remote::ObjectStore> store, const ArgParser& args,
                                     const std::vector<std::string>& saved_paths, EntryUse use = EntryUse::kUse);
 // "no entry for key K with these paths (P) in STORE; saved for: ... (--any-paths takes it)", or

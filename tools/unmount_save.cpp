@@ -12,6 +12,7 @@
 #include <optional>
 #include <sstream>
 
+#include "common/byte_format.h"
 #include "common/posix_files.h"
 #include "format/archive_writer.h"
 #include "remote/cache_keys.h"
@@ -162,19 +163,19 @@ Status save_group(const Group& g, SaveOutcome* out) {
   return Status();
 }
 
-// "…, 12 frames reused / 2 compressed (0.3 MiB compressed; base frames: 10 from the chunk
-// cache, 2 from the store)" -- the figures that say whether the save was incremental.
+// "…, 12 frames reused / 2 compressed (316.0 KiB compressed; base frames: 10 from the chunk
+// cache, 2 from the store)" -- the figures that say whether the save was incremental. Sizes in
+// the one byte format (common/byte_format.h), which bench/scenarios.sh and the tests parse.
 std::string incremental_summary(const IncrementalSaveCounts& c) {
-  constexpr double kMiB = 1 << 20;
   // A store that turned the copies down had those frames read back from it instead.
   const bool refused = !c.no_store_copy.empty();
   char line[512];
-  std::snprintf(
-      line, sizeof line,
-      "%u frames reused / %u compressed (%.1f MiB compressed, %llu changed paths; base frames: %u copied by the store, %u from the chunk cache, %u from the store)",
-      c.stats.frames_reused, c.stats.frames_compressed, static_cast<double>(c.stats.bytes_compressed) / kMiB,
-      static_cast<unsigned long long>(c.changed_paths), refused ? 0u : c.stats.frames_copied, c.frames_from_cache,
-      c.frames_from_store + (refused ? c.stats.frames_copied : 0u));
+  std::snprintf(line, sizeof line,
+                "%u frames reused / %u compressed (%s compressed, %llu changed paths; base frames: %u copied by the store, %u from the "
+                "chunk cache, %u from the store)",
+                c.stats.frames_reused, c.stats.frames_compressed, human_bytes(c.stats.bytes_compressed).c_str(),
+                static_cast<unsigned long long>(c.changed_paths), refused ? 0u : c.stats.frames_copied, c.frames_from_cache,
+                c.frames_from_store + (refused ? c.stats.frames_copied : 0u));
   std::string out = line;
   const format::IncrementalPhases& p = c.stats.phases;
   std::snprintf(line, sizeof line, " (times: base %.0f ms, tree %.0f ms, plan %.0f ms, frames %.0f ms, index %.0f ms, commit %.0f ms)",
@@ -183,10 +184,8 @@ std::string incremental_summary(const IncrementalSaveCounts& c) {
   if (refused) {
     out += "; the store cannot copy (" + c.no_store_copy + "): reused frames went through this machine";
   } else {
-    std::snprintf(line, sizeof line, "; uploaded %.1f MiB (%.1f MiB of it read back from the base), %.1f MiB copied in the store",
-                  static_cast<double>(c.store_copy.bytes_sent) / kMiB, static_cast<double>(c.store_copy.bytes_read_back) / kMiB,
-                  static_cast<double>(c.store_copy.bytes_copied) / kMiB);
-    out += line;
+    out += "; uploaded " + human_bytes(c.store_copy.bytes_sent) + " (" + human_bytes(c.store_copy.bytes_read_back) +
+           " of it read back from the base), " + human_bytes(c.store_copy.bytes_copied) + " copied in the store";
   }
   return out;
 }
@@ -267,9 +266,9 @@ UnmountSaveResult save_before_unmount(const std::vector<std::string>& paths, boo
     } else {
       const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       char line[256];
-      std::snprintf(line, sizeof line, "%llu files, %.1f MiB -> %.1f MiB in %u frames, %.0f ms, %zu hot files first",
-                    static_cast<unsigned long long>(stats.files), static_cast<double>(stats.file_bytes) / (1 << 20),
-                    static_cast<double>(stats.archive_bytes) / (1 << 20), stats.frames, seconds * 1000, outcome.hot);
+      std::snprintf(line, sizeof line, "%llu files, %s -> %s in %u frames, %.0f ms, %zu hot files first",
+                    static_cast<unsigned long long>(stats.files), human_bytes(stats.file_bytes).c_str(),
+                    human_bytes(stats.archive_bytes).c_str(), stats.frames, seconds * 1000, outcome.hot);
       std::cout << "saved " << where << " as key " << first.primary_key << ": " << line;
       if (outcome.incremental) std::cout << ", " << incremental_summary(*outcome.incremental);
       if (!outcome.plan.empty()) std::cout << "; plan: " << outcome.plan;

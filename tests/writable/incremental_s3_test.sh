@@ -35,8 +35,11 @@ cat "$W/out"
 line=$(grep "saved .* as key v2" "$W/out") || fail "no save line: $(cat "$W/out")"
 [[ $line =~ base\ frames:\ ([0-9]+)\ copied\ by\ the\ store ]] || fail "no store copies: $line"
 [ "${BASH_REMATCH[1]}" -ge 5 ] || fail "too few frames copied by the server: $line"
-[[ $line =~ uploaded\ ([0-9.]+)\ MiB ]] || fail "no upload figure: $line"
-awk -v u="${BASH_REMATCH[1]}" 'BEGIN { exit !(u < 1.0) }' || fail "uploaded ${BASH_REMATCH[1]} MiB for one changed file: $line"
+# The size as common/byte_format.h prints it (B, KiB, MiB, GiB), in MiB.
+[[ $line =~ uploaded\ ([0-9.]+)\ (B|KiB|MiB|GiB)\  ]] || fail "no upload figure: $line"
+uploaded_mib=$(awk -v v="${BASH_REMATCH[1]}" -v u="${BASH_REMATCH[2]}" \
+  'BEGIN { printf "%.4f", v * (u == "B" ? 1 / 1048576 : u == "KiB" ? 1 / 1024 : u == "MiB" ? 1 : 1024) }')
+awk -v u="$uploaded_mib" 'BEGIN { exit !(u < 1.0) }' || fail "uploaded $uploaded_mib MiB for one changed file: $line"
 "$LC" mount "${S[@]}" --key v2 --read-only "$P" > /dev/null
 diff -r "$W/twin" "$P" > /dev/null || fail "the new entry differs from the changed tree"
 "$LC" unmount "$P" > /dev/null

@@ -1,0 +1,116 @@
+// SPDX-License-Identifier: MIT
+#include "tools/mount_options.h"
+
+#include <cstdlib>
+#include <iostream>
+
+#include "fs/chunk_cache.h"
+#include "tools/mount_state.h"
+
+namespace lazycache::cli {
+namespace {
+
+Status invalid(const std::string& message) { return Status(ErrorCode::kInvalidArgument, message); }
+
+// Every option but the choice of source (--key or --archive), which default_mount_options()
+// leaves open.
+Result<MountOptions> parse_fields(const ArgParser& args) {
+  MountOptions o;
+  o.archive = args.get("archive");
+  if (args.has("archive") && o.archive.empty()) return invalid("--archive: expected a file");
+  if (o.archive.empty()) {
+    // The store is opened only for a store entry: an --archive mount ignores store options.
+    LC_ASSIGN_OR_RETURN(o.store, store_settings_from(args));
+    // Its --memory-budget is frame memory; what its unmount --save uploads within is this.
+    LC_ASSIGN_OR_RETURN(o.store.transfer.memory_budget_bytes, args.get_size("upload-budget"));
+  }
+  o.key = key_options_from(args);
+  for (const auto& p : args.positionals()) o.paths.push_back(absolute_path(p));
+  o.foreground = args.has("foreground");
+  o.json = args.has("json");
+  o.fail_on_cache_miss = args.has("fail-on-cache-miss");
+  o.read_only = args.has("read-only");
+  o.writable = args.has("writable");
+  o.allow_other = args.has("allow-other");
+  o.allow_nonempty = args.has("allow-nonempty");
+
+  LC_ASSIGN_OR_RETURN(o.cache_size_bytes, args.get_size("cache-size"));
+  LC_ASSIGN_OR_RETURN(o.memory_budget_bytes, args.get_size("memory-budget"));
+  LC_ASSIGN_OR_RETURN(int64_t threads, args.get_int("fetch-threads"));
+  LC_ASSIGN_OR_RETURN(int64_t timeout_s, args.get_int("read-timeout"));
+  if (threads < 1 || threads > 256 || timeout_s < 1) return invalid("--fetch-threads must be 1..256 and --read-timeout at least 1");
+  o.fetch_threads = static_cast<int>(threads);
+  o.read_timeout_ms = static_cast<uint64_t>(timeout_s) * 1000;
+
+  const std::string prefetch = args.get("prefetch");
+  if (prefetch == "none") o.prefetch = fs::PrefetchMode::kNone;
+  else if (prefetch == "all") o.prefetch = fs::PrefetchMode::kAll;
+  else if (prefetch != "hot") o.prefetch_list = prefetch;  // a file of paths, read when the mount serves
+
+  auto fill = fs::FillPolicy::parse(args.get("fill"));
+  if (fill.ok()) {
+    o.fill = *fill;
+  } else {
+    auto cap = args.get_size("fill");
+    if (!cap.ok()) return invalid("--fill: expected auto, all, none or a size like 512M, got '" + args.get("fill") + "'");
+    o.fill = fs::FillPolicy{fs::FillPolicy::Mode::kBytes, *cap};
+  }
+  o.cache_dir = args.has("cache-dir") ? args.get("cache-dir") : fs::ChunkCache::default_dir();
+  if (args.has("upper-dir")) o.upper_dir = absolute_path(args.get("upper-dir"));
+  return o;
+}
+
+}  // namespace
+
+void add_mount_options(ArgParser& args) {
+  args.option("archive", "FILE", "mount a local archive file instead of a store entry");
+  add_store_options(args, StoreUse::kMount);
+  add_key_options(args);
+  args.flag("foreground", "serve in this process instead of leaving a daemon (Ctrl-C unmounts)");
+  args.option("prefetch", "none|hot|all|FILE",
+              "what to fetch ahead: the entry's learned hot list (hot), also everything else in the background (all), "
+              "the paths listed in FILE then the hot list, or nothing (none: no locality prefetch of a directory's files either)",
+              "hot");
+  args.option("fill", "auto|all|none|SIZE",
+              "how much of the archive to fetch into the chunk cache in the background, behind reads: everything "
+              "when it is small against the cache (auto: at most a quarter of --cache-size and 1G), all of it, "
+              "nothing, or at most SIZE compressed bytes",
+              "auto");
+  args.option("cache-dir", "DIR",
+              "local chunk cache (default: $LAZYCACHE_CACHE_DIR, ~/.cache/lazycache/chunks, "
+              "/var/cache/lazycache/chunks as root)");
+  args.option("cache-size", "SIZE", "chunk cache bound; least recently used frames are evicted", "10G");
+  args.option("fetch-threads", "N", "range reads in flight", "16");
+  args.option("read-timeout", "SECONDS", "a read waiting longer fails with EIO", "30");
+  args.flag("read-only", "mount read-only: no upper directory, nothing for unmount --save to save");
+  args.flag("writable", "make an --archive mount writable too (store entries are writable by default)");
+  args.option("upper-dir", "DIR",
+              "where the mount's changes go (default: next to the chunk cache, "
+              "CACHE_DIR/../upper/mount-<daemon pid>)");
+  args.flag("allow-other", "let other users read the mount (default when run as root)");
+  args.flag("allow-nonempty", "mount over a directory that is not empty (its files are hidden, not lost, until unmount)");
+  args.flag("json", "print one JSON object (docs/cli.md) instead of the outputs; the summary goes to stderr");
+  args.flag("fail-on-cache-miss", "exit 3 when no entry matches (default: leave the paths as plain directories)");
+}
+
+Result<MountOptions> parse_mount_options(const ArgParser& args) {
+  if (args.has("archive") == args.has("key")) return invalid("give --key (with --store) or --archive FILE");
+  return parse_fields(args);
+}
+
+MountOptions default_mount_options() {
+  // The defaults live in the declarations only: parse an empty command line against them.
+  ArgParser args("mount", "", {});
+  add_mount_options(args);
+  int code = 0;
+  auto options = args.parse(code) ? parse_fields(args) : Result<MountOptions>(invalid("mount's option declarations"));
+  // Only a broken default in add_mount_options() can fail here (a programming error, which
+  // tests/cli/mount_options_test.cpp would show): say so and stop rather than mount with zeros.
+  if (!options.ok()) {
+    std::cerr << "lazycache: internal error: mount's defaults do not parse: " << options.error().to_string() << "\n";
+    std::abort();
+  }
+  return std::move(options).value();
+}
+
+}  // namespace lazycache::cli

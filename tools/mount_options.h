@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: MIT
+// File: tools/mount_options.h -- `lazycache mount`'s command line as typed values, parsed once
+// (issue 19 item 4): what run_mount() (tools/cmd_mount.h) mounts, and what `restore` hands it
+// when it mounts (tools/cmd_restore.h) -- no option is turned back into argv and parsed again.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "fs/filesystem.h"
+#include "fs/fill_policy.h"
+#include "tools/command.h"
+#include "tools/store_options.h"
+
+namespace lazycache::cli {
+
+struct MountOptions {
+  std::string archive;  // --archive FILE (a local archive); "": a store entry of `key`
+  // The store and its transfer settings, unused with --archive (then not even parsed). Its memory
+  // budget is --upload-budget: what this mount's `unmount --save` uploads within (the save record
+  // keeps it, tools/save_record.h); the mount itself uploads nothing.
+  StoreSettings store;
+  KeyOptions key;
+  std::vector<std::string> paths;  // the PATHs, absolute, in the order given
+  bool foreground = false;         // --foreground
+  bool json = false;               // --json
+  bool fail_on_cache_miss = false;
+  bool read_only = false;       // --read-only
+  bool writable = false;        // --writable (an --archive mount; store entries are writable unless read_only)
+  bool allow_other = false;     // --allow-other (root mounts allow other users anyway)
+  bool allow_nonempty = false;  // --allow-nonempty
+  // --prefetch: none, hot, all, or FILE (kHotList after the paths FILE lists, `prefetch_list`).
+  fs::PrefetchMode prefetch = fs::PrefetchMode::kHotList;
+  std::string prefetch_list;
+  fs::FillPolicy fill;               // --fill: auto, all, none or SIZE (kBytes)
+  std::string cache_dir;             // --cache-dir, else fs::ChunkCache::default_dir()
+  uint64_t cache_size_bytes = 0;     // --cache-size
+  uint64_t memory_budget_bytes = 0;  // --memory-budget: the mount's frame memory
+  int fetch_threads = 0;             // --fetch-threads, 1..256
+  uint64_t read_timeout_ms = 0;      // --read-timeout (seconds on the command line, at least 1)
+  std::string upper_dir;             // --upper-dir, absolute; "": next to the chunk cache, named by the daemon's pid
+
+  // A store entry mounted writable: an overlay per mount point and a save record.
+  bool writable_mount() const { return !read_only && (archive.empty() || writable); }
+  bool operator==(const MountOptions&) const = default;
+};
+
+// Declares mount's options on `args` (call before args.parse()): every default is written here.
+void add_mount_options(ArgParser& args);
+// The one parse of a mount command line. kInvalidArgument naming the option: neither or both of
+// --key and --archive, a bad size or number, --fetch-threads outside 1..256, --read-timeout
+// below 1, a --fill that is no policy nor size, bad store options (store entries only).
+Result<MountOptions> parse_mount_options(const ArgParser& args);
+// What an empty mount command line means (add_mount_options' defaults), with no source chosen:
+// restore starts from it and sets what its own command line says (tools/cmd_restore.h).
+MountOptions default_mount_options();
+
+}  // namespace lazycache::cli
