@@ -56,9 +56,10 @@ changed_bytes=$(cat "$T"/pkg-11/lib/f00*.js "$T"/pkg-11/lib/f01*.js "$T"/pkg-11/
 LAZYCACHE_STORE_COPY=0 "$LC" unmount --save "$P" > "$W/out"
 cat "$W/out"
 line=$(grep "saved .* as key deps-v2" "$W/out") || fail "save of the changed mount: $(cat "$W/out")"
-[[ $line =~ ([0-9]+)\ frames\ reused\ /\ ([0-9]+)\ compressed\ \(([0-9.]+)\ MiB\ compressed ]] ||
+# The size is written by the CLI's byte formatter: B, KiB, MiB or GiB.
+[[ $line =~ ([0-9]+)\ frames\ reused\ /\ ([0-9]+)\ compressed\ \(([0-9.]+)\ (B|KiB|MiB|GiB)\ compressed ]] ||
   fail "the save did not report incremental counts: $line"
-reused=${BASH_REMATCH[1]} compressed=${BASH_REMATCH[2]} mib=${BASH_REMATCH[3]}
+reused=${BASH_REMATCH[1]} compressed=${BASH_REMATCH[2]} size=${BASH_REMATCH[3]} unit=${BASH_REMATCH[4]}
 [[ $line =~ ([0-9]+)\ from\ the\ chunk\ cache,\ ([0-9]+)\ from\ the\ store ]] || fail "no base frame sources: $line"
 from_cache=${BASH_REMATCH[1]} from_store=${BASH_REMATCH[2]}
 total=$(du -b "$W/twin" --apparent-size -s | cut -f1)
@@ -68,7 +69,7 @@ total=$(du -b "$W/twin" --apparent-size -s | cut -f1)
 # and the 2 frames they are taken out of.
 read_bytes=$(cat "$T"/pkg-03/lib/f00*.js | wc -c)
 limit=$((changed_bytes + read_bytes + 10 * 65536))
-compressed_bytes=$(awk -v m="$mib" 'BEGIN { printf "%d", m * 1048576 }')
+compressed_bytes=$(awk -v v="$size" -v u="$unit" 'BEGIN { f = u == "GiB" ? 1073741824 : u == "MiB" ? 1048576 : u == "KiB" ? 1024 : 1; printf "%d", v * f }')
 echo "changed ${changed_bytes} B of ${total} B; compressed ${compressed_bytes} B (limit ${limit}); frames ${reused} reused / ${compressed} compressed; base frames ${from_cache} cache / ${from_store} store"
 [ "$compressed_bytes" -le "$limit" ] || fail "compressed $compressed_bytes bytes for $changed_bytes changed"
 [ "$compressed_bytes" -ge $((changed_bytes / 2)) ] || fail "compressed less than the changed bytes: $line"
