@@ -496,18 +496,21 @@ Status ChunkCache::write_failed(const Status& failure) {
   return failure;
 }
 
-Status ChunkCache::make_room(uint64_t size) {
-  uint64_t free = 0, need = 0;
+Result<ChunkCache::Room> ChunkCache::make_room(uint64_t size) {
+  uint64_t free = 0, need = 0, others = 0;
   {
     // The free space is read and the blob's bytes reserved under one lock: fetch threads writing
     // at once would each see the same free space and pass the floor together.
     std::lock_guard lock(write_mu_);
     auto probed = free_bytes_();
     in_flight_ += size;
-    if (!probed.ok()) return Status();  // unknown: the write itself will tell
+    if (!probed.ok()) return Room::kMade;  // unknown: the write itself will tell
     free = *probed > in_flight_ - size ? *probed - (in_flight_ - size) : 0;
-    if (free >= size + min_free_) return Status();
+    if (free >= size + min_free_) return Room::kMade;
     need = size + min_free_ - free;
+    // Other threads' blobs take room that the index's total does not show yet (being written:
+    // statvfs sees part of them and in_flight_ all; renamed but not indexed: statvfs sees them).
+    others = in_flight_ - size + unindexed_;
   }
   std::vector<Digest128> evicted;
   uint64_t freed = 0, total = 0;
@@ -518,6 +521,15 @@ Status ChunkCache::make_room(uint64_t size) {
       return txn.error();
     }
     total = get_meta(txn->get(), dbi_meta_, "total");
+    if (total < need && others > 0) {
+      // Short only because frames being stored at this moment are not in the index yet (and
+      // in_flight_ counts the bytes statvfs already sees twice): skip this one frame. Pausing
+      // here would stop caching for 30 s on a disk that has room once those rows are in.
+      std::lock_guard lock(write_mu_);
+      in_flight_ -= std::min(in_flight_, size);
+      ++writes_skipped_;
+      return Room::kBusy;
+    }
     if (total < need) {
       // Evicting all of it would not make room: the disk is full of other files. Keep what we
       // have (it still serves hits) and pause.
@@ -547,7 +559,7 @@ Status ChunkCache::make_room(uint64_t size) {
           " must stay free for other files: evicting older chunks to make room (the cache holds " + human_bytes(total - freed) +
           "; its bound is " + human_bytes(max_bytes()) + ")");
   }
-  return Status();
+  return Room::kMade;
 }
 
 void ChunkCache::release(uint64_t size) {
@@ -602,7 +614,11 @@ Status ChunkCache::put(const Digest128& digest, std::span<const std::byte> bytes
       return Status(ErrorCode::kResourceExhausted, "chunk cache " + dir_ + ": writes paused after a failure");
     }
   }
-  if (Status room = make_room(bytes.size()); !room.ok()) return write_failed(room);
+  Result<Room> room = make_room(bytes.size());
+  if (!room.ok()) return write_failed(room.error());
+  if (*room == Room::kBusy) {
+    return Status(ErrorCode::kResourceExhausted, "chunk cache " + dir_ + ": frame not stored: the room is being taken by frames being stored");
+  }
   uint64_t n;
   {
     std::lock_guard lock(pending_mu_);
@@ -615,9 +631,19 @@ Status ChunkCache::put(const Digest128& digest, std::span<const std::byte> bytes
     written = errno_status("chunk cache: rename " + tmp + " to " + final_path);
     ::unlink(tmp.c_str());
   }
-  release(bytes.size());  // on disk now (statvfs counts it), or not at all
+  {
+    // On disk now (statvfs counts it) but not in the index until insert_row, or not at all.
+    std::lock_guard lock(write_mu_);
+    in_flight_ -= std::min(in_flight_, bytes.size());
+    if (written.ok()) unindexed_ += bytes.size();
+  }
   if (!written.ok()) return write_failed(written);
-  if (Status s = insert_row(digest, bytes.size()); !s.ok()) {
+  Status indexed = insert_row(digest, bytes.size());
+  {
+    std::lock_guard lock(write_mu_);
+    unindexed_ -= std::min(unindexed_, bytes.size());
+  }
+  if (Status s = indexed; !s.ok()) {
     // No row names the blob (unless another process stored the same digest): remove it now
     // rather than leave gc() an orphan taking space on a disk that is likely full.
     if (!contains(digest)) ::unlink(final_path.c_str());

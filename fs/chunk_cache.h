@@ -159,10 +159,15 @@ class ChunkCache final : public format::FrameDataCache {
   // Opens the LMDB environment and its tables; on failure env_ is closed again.
   Status open_index();
   Status open_index_env();
-  // Reserves `size` bytes (in_flight_) and evicts older chunks so that storing them leaves
-  // min_free_ free; kResourceExhausted (reservation released) when the cache holds too little
-  // to make room. The caller releases the reservation once the blob is written or failed.
-  Status make_room(uint64_t size);
+  // What make_room did: kMade reserved `size` bytes (in_flight_, released by the caller once
+  // the blob is written or failed); kBusy reserved nothing because the room is short only while
+  // other threads' blobs are being written or indexed: the caller skips this frame, and caching
+  // goes on (those blobs will show in the index, where eviction can find them).
+  enum class Room { kMade, kBusy };
+  // Reserves `size` bytes and evicts older chunks so that storing them leaves min_free_ free;
+  // kResourceExhausted (nothing reserved) when even evicting the whole cache would not make room
+  // and no other write is under way.
+  Result<Room> make_room(uint64_t size);
   void release(uint64_t size);
   // Stores the row of a blob already renamed into place, evicting down to max_bytes.
   Status insert_row(const Digest128& digest, uint64_t size);
@@ -201,6 +206,9 @@ class ChunkCache final : public format::FrameDataCache {
   CacheWriteBackoff backoff_;
   bool floor_warned_ = false;
   uint64_t in_flight_ = 0;  // bytes of blobs being written, not yet seen by statvfs
+  // Bytes of blobs renamed into place whose rows are not inserted yet: statvfs sees them, the
+  // index's "total" does not, so eviction cannot free them yet.
+  uint64_t unindexed_ = 0;
   uint64_t writes_skipped_ = 0;
   uint64_t floor_evictions_ = 0;
 };
