@@ -617,7 +617,8 @@ Status ChunkCache::put(const Digest128& digest, std::span<const std::byte> bytes
   Result<Room> room = make_room(bytes.size());
   if (!room.ok()) return write_failed(room.error());
   if (*room == Room::kBusy) {
-    return Status(ErrorCode::kResourceExhausted, "chunk cache " + dir_ + ": frame not stored: the room is being taken by frames being stored");
+    return Status(ErrorCode::kResourceExhausted,
+                  "chunk cache " + dir_ + ": frame not stored: the room is being taken by frames being stored");
   }
   uint64_t n;
   {
