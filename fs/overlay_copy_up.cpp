@@ -142,9 +142,8 @@ Status Overlay::fetch_without_lock(std::unique_lock<std::mutex>& lock, FetchSet&
     slot = Fetched{mine[i], std::move(*results[i]).value()};
   }
   if (!first_error.ok()) return first_error;
-  fetch_done_.wait(lock, [&] {
-    return std::none_of(theirs.begin(), theirs.end(), [&](uint64_t ino) { return fetching_.count(ino) > 0; });
-  });
+  fetch_done_.wait(lock,
+                   [&] { return std::none_of(theirs.begin(), theirs.end(), [&](uint64_t ino) { return fetching_.count(ino) > 0; }); });
   return Status();
 }
 
@@ -348,7 +347,8 @@ Status Overlay::tree_bytes_ready(const std::string& rel, EntryId lower_id) {
         continue;
       }
       if (lower_.index().entry(c.id).type != format::EntryType::kRegular) continue;  // a symlink
-      const EntryId id = lower_.canonical(c.id);  // as copy_up_tree asks for it
+      // Keyed as copy_up_tree will ask: a hardlink group's canonical entry, its inode number.
+      const EntryId id = lower_.canonical(c.id);
       const uint64_t size = lower_.index().entry(id).size;
       if (size == 0) continue;  // made under mu_ without an archive read
       if (!fetched_or_needed(FetchRequest{lower_ino(id), id, size})) ++missing;

@@ -139,8 +139,9 @@ class ControlledSource final : public ByteSource {
 
   mutable std::atomic<uint64_t> reads{0};
   std::atomic<bool> fail{false}, flip{false}, hang{false};
-  std::atomic<bool> read_after_release{false};  // released hung reads go on to the store (else fail)
   mutable std::atomic<int> flip_next{0};  // damage this many replies, then none
+  // Hung reads, once released, go on to the store (else they fail).
+  std::atomic<bool> read_after_release{false};
 
  private:
   std::shared_ptr<const ByteSource> inner_;

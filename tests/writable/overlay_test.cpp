@@ -494,6 +494,14 @@ void plain_rename(World& w, const std::string& from, const std::string& to) {
   REQUIRE(::rename((w.plain + "/" + from).c_str(), (w.plain + "/" + to).c_str()) == 0);
 }
 
+// After an operation that fetched: no temp file in work/, no descriptor more than `fds`, and the
+// merged view equal to the plain tree.
+void require_clean_and_same_view(World& w, int fds) {
+  CHECK(fs::list_dir(w.dir / "state/work").empty());
+  CHECK(open_fds() == fds);
+  require_same_view(w);
+}
+
 }  // namespace
 
 // Issue 19: a rename of an archive directory copied every file below it into upper/ while
@@ -509,15 +517,16 @@ TEST_CASE("overlay: a rename of an archive directory waiting for the store does 
   const int fds = open_fds();
   const uint64_t reads_before = w.source->reads;  // before the first fetch can queue any
   hang_reads(w);
-  auto renamer = std::async(std::launch::async, [&] { return w.overlay->rename(fs::Overlay::kRootIno, "node_modules", fs::Overlay::kRootIno, "moved", 0); });
+  auto renamer = std::async(std::launch::async,
+                            [&] { return w.overlay->rename(fs::Overlay::kRootIno, "node_modules", fs::Overlay::kRootIno, "moved", 0); });
   ReleaseHungReadsOnExit release_on_exit{w};
   REQUIRE(store_was_asked(w, reads_before));
   std::future<void> probe;
   std::atomic<bool> all_ok{false};  // Catch2 assertions are for the main thread only
   const bool answered = finishes_within(probe, 3.0, [&] {
-    all_ok = w.overlay->lookup(fs::Overlay::kRootIno, "node_modules").ok() && w.overlay->getattr(nm).ok() &&
-             w.overlay->list(nm).ok() && w.overlay->lookup(pkg, "package.json").ok() && w.overlay->getattr(pkg).ok() &&
-             w.overlay->list(pkg).ok() && w.overlay->list(fs::Overlay::kRootIno).ok();
+    all_ok = w.overlay->lookup(fs::Overlay::kRootIno, "node_modules").ok() && w.overlay->getattr(nm).ok() && w.overlay->list(nm).ok() &&
+             w.overlay->lookup(pkg, "package.json").ok() && w.overlay->getattr(pkg).ok() && w.overlay->list(pkg).ok() &&
+             w.overlay->list(fs::Overlay::kRootIno).ok();
   });
   // Dozens of files wait for their bytes, a few fetches at once: descriptors stay bounded.
   const int fds_while_waiting = open_fds();
@@ -529,9 +538,12 @@ TEST_CASE("overlay: a rename of an archive directory waiting for the store does 
   const Status renamed = renamer.get();
   REQUIRE(renamed.ok());
   plain_rename(w, "node_modules", "moved");
-  CHECK(fs::list_dir(w.dir / "state/work").empty());
-  CHECK(open_fds() == fds);
-  require_same_view(w);
+  require_clean_and_same_view(w, fds);
+  // The two names of pkg-0's archive hardlink group stay one file in the copy (one fetch).
+  struct stat a, b;
+  REQUIRE(::lstat((w.dir / "state/upper/moved/pkg-0/package.json").c_str(), &a) == 0);
+  REQUIRE(::lstat((w.dir / "state/upper/moved/pkg-0/package.hardlink.json").c_str(), &b) == 0);
+  CHECK(a.st_ino == b.st_ino);
 }
 
 // A failed fetch fails the rename with the store's error before anything changed: the directory
@@ -605,9 +617,7 @@ TEST_CASE("overlay: changes made while a directory rename waits for the store sh
   REQUIRE(::chmod((w.plain + "/node_modules/pkg-0/new.txt").c_str(), 0644) == 0);
   plain_write_at(w, "node_modules/pkg-0/lib/big.bin", mark, 5);
   plain_rename(w, "node_modules/pkg-0", "node_modules/pkg-0-moved");
-  CHECK(fs::list_dir(w.dir / "state/work").empty());
-  CHECK(open_fds() == fds);
-  require_same_view(w);
+  require_clean_and_same_view(w, fds);
 }
 
 // Issue 19: read() used a Handle* after dropping the overlay's mutex; a release() meanwhile
