@@ -56,7 +56,7 @@ Result<std::unique_ptr<Overlay>> Overlay::open(Filesystem& lower, EntryId root, 
   return o;
 }
 
-Overlay::~Overlay() { discard_fetched(); }
+Overlay::~Overlay() = default;  // in this file, where Handle is complete
 
 bool Overlay::changed() const {
   std::lock_guard lock(mu_);

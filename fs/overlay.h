@@ -33,16 +33,20 @@
 // (devices, fifos, sockets) cannot be created (EPERM): an archive cannot hold them.
 //
 // Thread-safety: every method may be called from any thread. Metadata changes are serialised by
-// one mutex (mu_); reads and writes of open files run in parallel on their own descriptors. A
-// file's copy-up does not hold mu_ while it reads the archive (up to the read timeout per frame):
-// under mu_ the operation finds it needs a copy, marks the inode as being fetched and drops mu_;
-// the bytes go to a temp file in work/; then, under mu_ again, the operation starts over (the
-// tree may have changed meanwhile), finds the fetched copy, renames it into upper/ and switches
-// the open handles to it. Lookups, getattr and listings of the rest of the mount go on
-// meanwhile; a second operation on the same inode waits for that fetch. The copy of a renamed
-// archive directory (every file below it) still runs under mu_. Handles are shared: a release()
-// while a read or write of the handle is in flight (which the kernel does not send) only drops
-// the table's reference. Lock order: mu_ before a Handle's mu.
+// one mutex (mu_); reads and writes of open files run in parallel on their own descriptors. No
+// copy-up holds mu_ while it reads the archive (up to the read timeout per frame): under mu_ the
+// operation finds which files need archive bytes, marks their inodes as being fetched and drops
+// mu_; the bytes go to temp files in work/; then, under mu_ again, the operation starts over
+// (the tree may have changed meanwhile), finds the fetched copies, renames them into upper/ and
+// switches the open handles to them. A rename of an archive directory first scans the whole
+// subtree without changing anything, fetches every file it needs (a few at once), and only then
+// builds the copy in upper/: a failed fetch leaves the directory as it was and work/ empty. While
+// the store is slow, lookups, getattr and listings of the rest of the mount (and of the directory
+// being renamed) go on; a second operation on an inode being fetched waits for that fetch. Disk:
+// a rename holds the fetched copies of all its directory's files in work/ before it installs
+// them, as much as the copy under upper/ takes (work/ and upper/ share one file system).
+// Handles are shared: a release() while a read or write of the handle is in flight (which the
+// kernel does not send) only drops the table's reference. Lock order: mu_ before a Handle's mu.
 #pragma once
 
 #include <sys/stat.h>
@@ -204,32 +208,66 @@ class Overlay {
     EntryId lower_id = 0;
     uint64_t size = 0;  // bytes to copy (a truncate copies fewer)
   };
-  // Its result: a complete copy in work/, valid for the one lock hold that consumes it.
+  // Its result: a complete copy in work/ (by name: no descriptor stays open), not yet installed.
   struct Fetched {
     FetchRequest request;
     std::string tmp;
   };
+  // One operation's copy-ups (with_copy_up keeps it on its stack): what its last run of the body
+  // asked for, and the copies fetched for it so far. Keyed by inode: the names of a hardlink
+  // group are one file, fetched once.
+  struct FetchSet {
+    std::map<uint64_t, FetchRequest> needed;
+    std::map<uint64_t, Fetched> fetched;
+  };
+
+  // Fetches one operation runs at once without mu_. The store's latency per frame dominates a
+  // copy of many small files, so a few in flight hide most of it; each holds one descriptor and
+  // one 4 MiB chunk, and the frame fetcher below has its own bound on store requests.
+  static constexpr size_t kParallelFetches = 4;
 
   Overlay(Filesystem& lower, EntryId root, OverlayConfig config);
 
-  // Runs `body` under mu_; when it stops because a file must be fetched for its copy-up
-  // (copy_up_entry set need_fetch_), fetches it without mu_ and runs `body` again, which then
-  // installs the copy (or finds the tree changed and decides anew).
+  // Runs `body` under mu_; when it stops because files must be fetched for their copy-up
+  // (copy_up_entry or tree_bytes_ready recorded them in fetches_->needed and returned
+  // kUnavailable), fetches them all without mu_ and runs `body` again, which then installs the
+  // copies that still fit (same inode, archive entry and size) or finds the tree changed and
+  // decides anew, maybe asking for more (the loop goes on until it asks for nothing). Copies
+  // left unused when it ends, or on a failed fetch (whose error the operation returns), are
+  // unlinked: work/ keeps nothing.
   template <typename F>
   auto with_copy_up(F&& body) -> decltype(body()) {
     std::unique_lock lock(mu_);
+    FetchSet set;
+    struct Cleanup {  // on every way out (declared after `lock`: runs while mu_ is held)
+      Overlay& o;
+      FetchSet& set;
+      ~Cleanup() {
+        o.fetches_ = nullptr;
+        o.discard_fetched(set);
+      }
+    } cleanup{*this, set};
     while (true) {
-      need_fetch_.reset();
+      set.needed.clear();
+      fetches_ = &set;
       auto r = body();
-      discard_fetched();
-      if (!need_fetch_) return r;
-      if (Status s = fetch_without_lock(lock); !s.ok()) return s;
+      fetches_ = nullptr;
+      if (set.needed.empty()) return r;
+      if (Status s = fetch_without_lock(lock, set); !s.ok()) return s;
     }
   }
-  // Fetches need_fetch_ into work/ with mu_ dropped (or waits for the thread already fetching
-  // that inode); returns with mu_ held and fetched_ set.
-  Status fetch_without_lock(std::unique_lock<std::mutex>& lock);
-  void discard_fetched();
+  // Fetches set.needed into work/ with mu_ dropped, up to kParallelFetches at once; inodes
+  // another operation is fetching are left to it and waited for (the rerun decides anew).
+  // Returns with mu_ held and the copies in set.fetched; on a failure, the first store error.
+  Status fetch_without_lock(std::unique_lock<std::mutex>& lock, FetchSet& set);
+  // fetch_into_work for each request, a few at once, without mu_; after a failure the requests
+  // not started yet are skipped (nullopt).
+  std::vector<std::optional<Result<std::string>>> fetch_all_into_work(const std::vector<FetchRequest>& wants) const;
+  static void discard_fetched(FetchSet& set);
+  // The fetched copy for `want` (taken out of fetches_), if there is one that fits.
+  std::optional<std::string> take_fetched(const FetchRequest& want);
+  // True when the copy for `want` is here; else records it in fetches_->needed.
+  bool fetched_or_needed(const FetchRequest& want);
   // A complete copy of archive entry `id` (its first `size` bytes, xattrs, owner, mode, mtime)
   // in a new temp file of work/. No overlay state: runs without mu_. Nothing is left behind
   // on failure.
@@ -253,10 +291,24 @@ class Overlay {
   void drop_link(uint64_t parent, std::string_view name);
   Status ensure_upper_dir(uint64_t ino);
   Status ensure_upper_dir_path(const std::string& rel, EntryId lower_id, uint64_t ino);
-  // A file that needs archive bytes stops the operation (see with_copy_up) unless its copy was
-  // fetched already or `fetch_here` (copy_up_tree: a directory's files, fetched under mu_).
+  // A file that needs archive bytes stops the operation (kUnavailable, see with_copy_up) unless
+  // its copy was fetched already; an empty file or a symlink is made here (no archive read).
   Status copy_up(uint64_t ino, std::optional<uint64_t> size_limit = std::nullopt);
-  Status copy_up_entry(const std::string& rel, EntryId lower_id, uint64_t ino, std::optional<uint64_t> size_limit, bool fetch_here = false);
+  Status copy_up_entry(const std::string& rel, EntryId lower_id, uint64_t ino, std::optional<uint64_t> size_limit);
+  // The archive entries of directory `rel` that its copy must bring up: those the merged view
+  // still shows from the archive (not whited out, no upper entry of the name); directories
+  // with an upper directory are listed too (their copy merges). Nothing when `rel` is opaque.
+  struct ArchiveChild {
+    std::string rel;
+    EntryId id = 0;
+    bool dir = false;
+  };
+  Result<std::vector<ArchiveChild>> archive_children_to_copy(const std::string& rel, EntryId lower_id);
+  // The scan before a directory's copy: changes nothing, records every file below `rel` that
+  // needs archive bytes and has no fetched copy; kUnavailable when there is one.
+  Status tree_bytes_ready(const std::string& rel, EntryId lower_id);
+  // Copies archive directory `rel` and everything below it into upper/ and marks it opaque.
+  // Expects tree_bytes_ready() to have passed in the same hold of mu_ (the copies are here).
   Status copy_up_tree(const std::string& rel, EntryId lower_id, uint64_t ino);
   Status link_group_up(EntryId canonical_id, const std::string& copy);
   // The mount-relative archive paths of hardlink group `canonical_id` (a scan of the index).
@@ -286,8 +338,7 @@ class Overlay {
   std::map<std::pair<uint64_t, std::string>, uint64_t> names_;  // (parent, name) -> inode, known names
   std::unordered_map<uint64_t, uint64_t> upper_ino_;            // upper st_ino -> our inode number
   std::unordered_map<uint64_t, std::shared_ptr<Handle>> handles_;
-  std::optional<FetchRequest> need_fetch_;  // set by copy_up_entry, read by with_copy_up
-  std::optional<Fetched> fetched_;
+  FetchSet* fetches_ = nullptr;         // the running body's copy-ups (with_copy_up's own)
   std::set<uint64_t> fetching_;         // inodes whose copy is being fetched without mu_
   std::condition_variable fetch_done_;  // a fetch ended: its waiters decide anew
   uint64_t next_ino_ = 0;

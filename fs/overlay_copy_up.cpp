@@ -7,7 +7,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <set>
+#include <thread>
 
 #include "common/posix_files.h"
 #include "fs/overlay.h"
@@ -113,31 +115,87 @@ Result<std::string> Overlay::fetch_into_work(EntryId lower_id, uint64_t size) co
   return tmp;
 }
 
-Status Overlay::fetch_without_lock(std::unique_lock<std::mutex>& lock) {
-  const FetchRequest want = *need_fetch_;
-  if (fetching_.count(want.ino)) {  // another operation is fetching this file: wait, then decide anew
-    fetch_done_.wait(lock, [&] { return fetching_.count(want.ino) == 0; });
-    return Status();
+Status Overlay::fetch_without_lock(std::unique_lock<std::mutex>& lock, FetchSet& set) {
+  std::vector<FetchRequest> mine;
+  std::vector<uint64_t> theirs;  // being fetched by another operation: wait, then decide anew
+  for (const auto& [ino, want] : set.needed) {
+    if (fetching_.count(ino)) theirs.push_back(ino);
+    else mine.push_back(want);
   }
-  fetching_.insert(want.ino);
+  // Marked all at once and for the whole batch: a single-file copy-up of one of them waits for
+  // this operation, which installs it, rather than fetching it a second time.
+  for (const FetchRequest& want : mine) fetching_.insert(want.ino);
   lock.unlock();
-  Result<std::string> tmp = fetch_into_work(want.lower_id, want.size);
+  auto results = fetch_all_into_work(mine);
   lock.lock();
-  fetching_.erase(want.ino);
+  for (const FetchRequest& want : mine) fetching_.erase(want.ino);
   fetch_done_.notify_all();
-  if (!tmp.ok()) return tmp.error();
-  fetched_ = Fetched{want, std::move(tmp).value()};
+  Status first_error;
+  for (size_t i = 0; i < mine.size(); ++i) {
+    if (!results[i]) continue;  // skipped after a failure
+    if (!results[i]->ok()) {
+      if (first_error.ok()) first_error = results[i]->error();
+      continue;
+    }
+    Fetched& slot = set.fetched[mine[i].ino];
+    if (!slot.tmp.empty()) ::unlink(slot.tmp.c_str());  // an older copy that no longer fit
+    slot = Fetched{mine[i], std::move(*results[i]).value()};
+  }
+  if (!first_error.ok()) return first_error;
+  fetch_done_.wait(lock,
+                   [&] { return std::none_of(theirs.begin(), theirs.end(), [&](uint64_t ino) { return fetching_.count(ino) > 0; }); });
   return Status();
 }
 
-void Overlay::discard_fetched() {
-  // Fetched for a tree that changed meanwhile (the file was unlinked, or copied up by a
-  // directory rename): never renamed into upper/, so never visible.
-  if (fetched_) ::unlink(fetched_->tmp.c_str());
-  fetched_.reset();
+std::vector<std::optional<Result<std::string>>> Overlay::fetch_all_into_work(const std::vector<FetchRequest>& wants) const {
+  std::vector<std::optional<Result<std::string>>> out(wants.size());
+  std::atomic<size_t> next{0};
+  std::atomic<bool> failed{false};
+  auto worker = [&] {
+    while (!failed.load()) {
+      const size_t i = next.fetch_add(1);
+      if (i >= wants.size()) return;
+      out[i] = fetch_into_work(wants[i].lower_id, wants[i].size);
+      if (!out[i]->ok()) failed = true;  // the operation fails: start no more
+    }
+  };
+  const size_t threads = std::min(kParallelFetches, wants.size());
+  {
+    std::vector<std::jthread> helpers;  // joined at the end of the block, whatever happens
+    for (size_t t = 1; t < threads; ++t) helpers.emplace_back(worker);
+    worker();  // this thread is one of them: a single file needs no thread
+  }
+  return out;
 }
 
-Status Overlay::copy_up_entry(const std::string& rel, EntryId lower_id, uint64_t ino, std::optional<uint64_t> size_limit, bool fetch_here) {
+void Overlay::discard_fetched(FetchSet& set) {
+  // Fetched for a tree that changed meanwhile (the file was unlinked, or copied up by another
+  // operation), or left by a failed batch: never renamed into upper/, so never visible.
+  for (const auto& [ino, copy] : set.fetched) ::unlink(copy.tmp.c_str());
+  set.fetched.clear();
+}
+
+std::optional<std::string> Overlay::take_fetched(const FetchRequest& want) {
+  if (!fetches_) return std::nullopt;
+  auto it = fetches_->fetched.find(want.ino);
+  if (it == fetches_->fetched.end()) return std::nullopt;
+  const FetchRequest& got = it->second.request;
+  if (got.lower_id != want.lower_id || got.size != want.size) return std::nullopt;  // discarded at the end
+  std::string tmp = std::move(it->second.tmp);
+  fetches_->fetched.erase(it);
+  return tmp;
+}
+
+bool Overlay::fetched_or_needed(const FetchRequest& want) {
+  if (fetches_) {
+    auto it = fetches_->fetched.find(want.ino);
+    if (it != fetches_->fetched.end() && it->second.request.lower_id == want.lower_id && it->second.request.size == want.size) return true;
+    fetches_->needed[want.ino] = want;
+  }
+  return false;
+}
+
+Status Overlay::copy_up_entry(const std::string& rel, EntryId lower_id, uint64_t ino, std::optional<uint64_t> size_limit) {
   const format::Entry e = lower_.index().entry(lower_id);
   const std::string dest = upper_path(rel);
   std::string tmp;
@@ -153,14 +211,15 @@ Status Overlay::copy_up_entry(const std::string& rel, EntryId lower_id, uint64_t
   } else {
     const uint64_t size = std::min<uint64_t>(e.size, size_limit.value_or(e.size));
     const FetchRequest want{ino, lower_id, size};
-    if (fetched_ && fetched_->request.ino == ino && fetched_->request.lower_id == lower_id && fetched_->request.size == size) {
-      tmp = std::move(fetched_->tmp);
-      fetched_.reset();
-    } else if (size > 0 && !fetch_here) {
-      need_fetch_ = want;  // with_copy_up fetches it without mu_ and runs the operation again
+    if (auto copy = take_fetched(want)) {
+      tmp = std::move(*copy);
+    } else if (size > 0) {
+      // with_copy_up fetches it without mu_ and runs the operation again
+      if (!fetches_) return Status(ErrorCode::kInternal, "copy-up of " + rel + " outside with_copy_up");
+      fetched_or_needed(want);
       return Status(ErrorCode::kUnavailable, "copy-up of " + rel + " waits for its bytes");
     } else {
-      LC_ASSIGN_OR_RETURN(tmp, fetch_into_work(lower_id, size));
+      LC_ASSIGN_OR_RETURN(tmp, fetch_into_work(lower_id, 0));  // no archive read: metadata only
     }
   }
   LC_RETURN_IF_ERROR(keeping_dir_times(upper_path(parent_of(rel)), [&]() -> Status {
@@ -245,34 +304,77 @@ Status Overlay::link_group_up(EntryId canonical_id, const std::string& copy) {
   return Status();
 }
 
-Status Overlay::copy_up_tree(const std::string& rel, EntryId lower_id, uint64_t ino) {
-  LC_RETURN_IF_ERROR(ensure_upper_dir_path(rel, lower_id, ino));
+Result<std::vector<Overlay::ArchiveChild>> Overlay::archive_children_to_copy(const std::string& rel, EntryId lower_id) {
+  std::vector<ArchiveChild> out;
+  if (opaque(rel)) return out;
   LC_ASSIGN_OR_RETURN(auto kids, lower_.children(lower_id));
   std::set<std::string> hidden;
-  const std::string dir = upper_path(rel);
-  for (const std::string& name : list_dir(dir)) {
+  for (const std::string& name : list_dir(upper_path(rel))) {  // empty when there is no upper dir
     if (reserved(name)) {
       if (name != kOpaqueMarker) hidden.insert(name.substr(kWhiteoutPrefix.size()));
     } else {
       hidden.insert(name);  // upper entry: already here (a directory below merges: handled next)
     }
   }
-  if (opaque(rel)) return Status();
   for (uint32_t i = 0; i < kids.count; ++i) {
     const format::Entry child = lower_.index().entry(kids.first + i);
     const std::string name(child.name);
-    const std::string child_rel = join(rel, name);
-    struct stat st;
-    const bool in_upper = ::lstat(upper_path(child_rel).c_str(), &st) == 0;
+    std::string child_rel = join(rel, name);
     if (child.type == format::EntryType::kDirectory) {
-      if (in_upper && !S_ISDIR(st.st_mode)) continue;
-      if (!in_upper && hidden.count(name)) continue;  // whited out
-      LC_RETURN_IF_ERROR(copy_up_tree(child_rel, child.id, lower_ino(child.id)));
+      struct stat st;
+      const bool in_upper = ::lstat(upper_path(child_rel).c_str(), &st) == 0;
+      if (in_upper && !S_ISDIR(st.st_mode)) continue;  // replaced by an upper file
+      if (!in_upper && hidden.count(name)) continue;   // whited out
+      out.push_back({std::move(child_rel), child.id, true});
     } else if (!hidden.count(name)) {
-      const EntryId id = lower_.canonical(child.id);
-      LC_RETURN_IF_ERROR(copy_up_entry(child_rel, id, lower_ino(id), std::nullopt, /*fetch_here=*/true));
+      out.push_back({std::move(child_rel), child.id, false});
     }
   }
+  return out;
+}
+
+Status Overlay::tree_bytes_ready(const std::string& rel, EntryId lower_id) {
+  // Depth first with an explicit stack: an archive can nest deeper than a thread's stack likes.
+  std::vector<std::pair<std::string, EntryId>> dirs{{rel, lower_id}};
+  size_t missing = 0;
+  while (!dirs.empty()) {
+    auto [dir, dir_id] = std::move(dirs.back());
+    dirs.pop_back();
+    LC_ASSIGN_OR_RETURN(auto children, archive_children_to_copy(dir, dir_id));
+    for (ArchiveChild& c : children) {
+      if (c.dir) {
+        dirs.emplace_back(std::move(c.rel), c.id);
+        continue;
+      }
+      if (lower_.index().entry(c.id).type != format::EntryType::kRegular) continue;  // a symlink
+      // Keyed as copy_up_tree will ask: a hardlink group's canonical entry, its inode number.
+      const EntryId id = lower_.canonical(c.id);
+      const uint64_t size = lower_.index().entry(id).size;
+      if (size == 0) continue;  // made under mu_ without an archive read
+      if (!fetched_or_needed(FetchRequest{lower_ino(id), id, size})) ++missing;
+    }
+  }
+  if (missing == 0) return Status();
+  if (!fetches_) return Status(ErrorCode::kInternal, "copy of " + rel + " outside with_copy_up");
+  return Status(ErrorCode::kUnavailable, "copy of " + rel + " waits for the bytes of " + std::to_string(missing) + " files");
+}
+
+Status Overlay::copy_up_tree(const std::string& rel, EntryId lower_id, uint64_t ino) {
+  LC_RETURN_IF_ERROR(ensure_upper_dir_path(rel, lower_id, ino));
+  if (opaque(rel)) return Status();  // nothing of the archive shows below it
+  LC_ASSIGN_OR_RETURN(auto children, archive_children_to_copy(rel, lower_id));
+  for (const ArchiveChild& c : children) {
+    if (c.dir) {
+      LC_RETURN_IF_ERROR(copy_up_tree(c.rel, c.id, lower_ino(c.id)));
+      continue;
+    }
+    // Another name of a hardlink group copied just before links this one up (link_group_up).
+    struct stat st;
+    if (::lstat(upper_path(c.rel).c_str(), &st) == 0) continue;
+    const EntryId id = lower_.canonical(c.id);
+    LC_RETURN_IF_ERROR(copy_up_entry(c.rel, id, lower_ino(id), std::nullopt));
+  }
+  const std::string dir = upper_path(rel);
   LC_RETURN_IF_ERROR(keeping_dir_times(dir, [&] { return make_whiteout(rel, ""); }));
   if (auto it = nodes_.find(ino); it != nodes_.end()) it->second.lower.reset();
   return Status();

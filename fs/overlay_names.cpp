@@ -194,6 +194,9 @@ Status Overlay::rename_locked(uint64_t parent, std::string_view name, uint64_t n
       dst_lower_dir = dst.lower.has_value();
     }
   }
+  // An archive directory's files are all fetched before anything changes (with_copy_up drops
+  // mu_ for that): a failed fetch leaves no trace, and the copy below finds every file here.
+  if (src_is_dir && src.lower) LC_RETURN_IF_ERROR(tree_bytes_ready(src_rel, *src.lower));
   LC_RETURN_IF_ERROR(ensure_upper_dir(parent));
   LC_RETURN_IF_ERROR(ensure_upper_dir(new_parent));
   if (src_is_dir) {

@@ -16,6 +16,8 @@
 #include <optional>
 #include <vector>
 
+#include "common/posix_files.h"
+
 namespace lazycache::remote {
 namespace {
 
@@ -93,17 +95,9 @@ struct Unlink {
   ~Unlink() { ::unlink(path.c_str()); }
 };
 
-Status write_all(int fd, std::span<const std::byte> bytes, const std::string& path) {
-  size_t off = 0;
-  while (off < bytes.size()) {
-    ssize_t w = ::write(fd, bytes.data() + off, bytes.size() - off);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      return errno_status("writing " + path);
-    }
-    off += static_cast<size_t>(w);
-  }
-  return Status();
+// Appends `bytes` to the temporary `path` (common/posix_files.h's write_all, on bytes).
+Status write_bytes(int fd, std::span<const std::byte> bytes, const std::string& path) {
+  return write_all(fd, std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()), "writing " + path);
 }
 
 // Walks DIR/rel recursively, collecting keys (relative to DIR) with `prefix` after `after`.
@@ -247,7 +241,7 @@ Result<ObjectInfo> LocalDirObjectStore::put(std::string_view key, const BodyRead
     LC_ASSIGN_OR_RETURN(size_t n, body(buf));
     if (n == 0) break;
     if (n > buf.size()) return Status(ErrorCode::kInternal, "body reader returned more than asked");
-    LC_RETURN_IF_ERROR(write_all(f.fd, std::span<const std::byte>(buf.data(), n), tmp));
+    LC_RETURN_IF_ERROR(write_bytes(f.fd, std::span<const std::byte>(buf.data(), n), tmp));
   }
   return publish(f.fd, tmp, key, opts.create_only);
 }
@@ -271,7 +265,7 @@ class LocalDirUpload final : public MultipartUpload {
 
   Status upload_part(int number, std::span<const std::byte> bytes) override {
     LC_RETURN_IF_ERROR(next_part(number));
-    return write_all(fd_, bytes, tmp_);
+    return write_bytes(fd_, bytes, tmp_);
   }
 
   Status copy_part(int number, const RangeRequest& source) override {
@@ -321,7 +315,7 @@ class LocalDirUpload final : public MultipartUpload {
       if (n < 0 && errno == EINTR) continue;
       if (n < 0) return errno_status("reading " + path);
       if (n == 0) return Status(ErrorCode::kIo, "copying " + path + ": the file ended early");
-      LC_RETURN_IF_ERROR(write_all(fd_, std::span<const std::byte>(buf.data(), static_cast<size_t>(n)), tmp_));
+      LC_RETURN_IF_ERROR(write_bytes(fd_, std::span<const std::byte>(buf.data(), static_cast<size_t>(n)), tmp_));
       offset += n;
       left -= static_cast<uint64_t>(n);
     }

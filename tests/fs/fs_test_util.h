@@ -111,7 +111,7 @@ inline std::unique_ptr<format::ArchiveReader> open_archive_file(const std::strin
 inline format::Digest128 digest_of(const std::string& s) { return format::xxh3_128(std::as_bytes(std::span(s.data(), s.size()))); }
 
 // Wraps a source; reads can be made to fail (kUnavailable), to flip a byte, or to hang until
-// released. Counts reads.
+// released (then fail, or read on). Counts reads.
 class ControlledSource final : public ByteSource {
  public:
   explicit ControlledSource(std::shared_ptr<const ByteSource> inner) : inner_(std::move(inner)) {}
@@ -123,7 +123,7 @@ class ControlledSource final : public ByteSource {
     if (hang.load()) {
       std::unique_lock lock(mu_);
       cv_.wait(lock, [&] { return released_; });
-      return Status(ErrorCode::kUnavailable, "injected: hung read released");
+      if (!read_after_release.load()) return Status(ErrorCode::kUnavailable, "injected: hung read released");
     }
     auto n = inner_->read_at(offset, out);
     const bool flip_this = flip.load() || flip_next.fetch_sub(1) > 0;
@@ -140,6 +140,8 @@ class ControlledSource final : public ByteSource {
   mutable std::atomic<uint64_t> reads{0};
   std::atomic<bool> fail{false}, flip{false}, hang{false};
   mutable std::atomic<int> flip_next{0};  // damage this many replies, then none
+  // Hung reads, once released, go on to the store (else they fail).
+  std::atomic<bool> read_after_release{false};
 
  private:
   std::shared_ptr<const ByteSource> inner_;

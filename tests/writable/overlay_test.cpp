@@ -466,6 +466,160 @@ TEST_CASE("overlay: concurrent writers of one archive file copy it up once", "[u
   require_same_view(w);
 }
 
+namespace {
+
+// From now on archive reads of `w` hang until release_hung_reads(), then read on from the store.
+void hang_reads(World& w) {
+  w.source->read_after_release = true;
+  w.source->hang = true;
+}
+void release_hung_reads(World& w) {
+  w.source->hang = false;
+  w.source->release();
+}
+// Declared after the futures of the calls that hang: a failed REQUIRE releases the reads before
+// a future's destructor waits for its call (else it waits for ever).
+struct ReleaseHungReadsOnExit {
+  World& w;
+  ~ReleaseHungReadsOnExit() { release_hung_reads(w); }
+};
+
+// Polls until the store was asked for bytes after `before` reads (a copy-up is fetching).
+bool store_was_asked(World& w, uint64_t before) {
+  for (int i = 0; i < 1000 && w.source->reads == before; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  return w.source->reads > before;
+}
+
+void plain_rename(World& w, const std::string& from, const std::string& to) {
+  REQUIRE(::rename((w.plain + "/" + from).c_str(), (w.plain + "/" + to).c_str()) == 0);
+}
+
+// After an operation that fetched: no temp file in work/, no descriptor more than `fds`, and the
+// merged view equal to the plain tree.
+void require_clean_and_same_view(World& w, int fds) {
+  CHECK(fs::list_dir(w.dir / "state/work").empty());
+  CHECK(open_fds() == fds);
+  require_same_view(w);
+}
+
+}  // namespace
+
+// Issue 19: a rename of an archive directory copied every file below it into upper/ while
+// holding the overlay's one mutex, so a slow store froze every lookup of the mount for the whole
+// download. Now the subtree is scanned, its files fetched without the mutex (a few at once, one
+// descriptor each), and the copy is built once they are all here.
+TEST_CASE("overlay: a rename of an archive directory waiting for the store does not stall the mount, then completes", "[unit]") {
+  World w;
+  const uint64_t nm = w.ino("node_modules");
+  const uint64_t pkg = w.ino("node_modules/pkg-1");
+  REQUIRE(nm != 0);
+  REQUIRE(pkg != 0);
+  const int fds = open_fds();
+  const uint64_t reads_before = w.source->reads;  // before the first fetch can queue any
+  hang_reads(w);
+  auto renamer = std::async(std::launch::async,
+                            [&] { return w.overlay->rename(fs::Overlay::kRootIno, "node_modules", fs::Overlay::kRootIno, "moved", 0); });
+  ReleaseHungReadsOnExit release_on_exit{w};
+  REQUIRE(store_was_asked(w, reads_before));
+  std::future<void> probe;
+  std::atomic<bool> all_ok{false};  // Catch2 assertions are for the main thread only
+  const bool answered = finishes_within(probe, 3.0, [&] {
+    all_ok = w.overlay->lookup(fs::Overlay::kRootIno, "node_modules").ok() && w.overlay->getattr(nm).ok() && w.overlay->list(nm).ok() &&
+             w.overlay->lookup(pkg, "package.json").ok() && w.overlay->getattr(pkg).ok() && w.overlay->list(pkg).ok() &&
+             w.overlay->list(fs::Overlay::kRootIno).ok();
+  });
+  // Dozens of files wait for their bytes, a few fetches at once: descriptors stay bounded.
+  const int fds_while_waiting = open_fds();
+  release_hung_reads(w);
+  probe.wait();
+  CHECK(answered);
+  CHECK(all_ok);
+  CHECK(fds_while_waiting <= fds + 8);  // 4 fetches at once, one temp file each
+  const Status renamed = renamer.get();
+  REQUIRE(renamed.ok());
+  plain_rename(w, "node_modules", "moved");
+  require_clean_and_same_view(w, fds);
+  // The two names of pkg-0's archive hardlink group stay one file in the copy (one fetch).
+  struct stat a, b;
+  REQUIRE(::lstat((w.dir / "state/upper/moved/pkg-0/package.json").c_str(), &a) == 0);
+  REQUIRE(::lstat((w.dir / "state/upper/moved/pkg-0/package.hardlink.json").c_str(), &b) == 0);
+  CHECK(a.st_ino == b.st_ino);
+}
+
+// A failed fetch fails the rename with the store's error before anything changed: the directory
+// is still the archive's, work/ holds no temp file, upper/ no partial copy.
+TEST_CASE("overlay: a rename of an archive directory whose fetch fails changes nothing and leaves nothing", "[unit]") {
+  World w;
+  const uint64_t nm = w.ino("node_modules");
+  REQUIRE(nm != 0);
+  const int fds = open_fds();
+  w.source->fail = true;
+  const Status renamed = w.overlay->rename(nm, "pkg-0", nm, "pkg-0-moved", 0);
+  w.source->fail = false;
+  REQUIRE_FALSE(renamed.ok());
+  CHECK(renamed.message().find("injected") != std::string::npos);
+  CHECK(fs::list_dir(w.dir / "state/work").empty());
+  CHECK(open_fds() == fds);
+  struct stat st;
+  CHECK(::lstat((w.dir / "state/upper/node_modules/pkg-0").c_str(), &st) != 0);
+  CHECK(::lstat((w.dir / "state/upper/node_modules/pkg-0-moved").c_str(), &st) != 0);
+  CHECK(w.overlay->copy_ups() == 0);
+  require_same_view(w);  // the store is back: every file of the directory reads the archive's bytes
+}
+
+// While the rename waits for its bytes, other operations change the directory: one file is
+// unlinked, one written (its own copy-up, which waits for the rename's fetch of it), one created.
+// The rename, run again after the fetch, builds its copy from the tree as it is then; the copy
+// fetched for the unlinked file is dropped.
+TEST_CASE("overlay: changes made while a directory rename waits for the store show in its result", "[unit]") {
+  World w;
+  const uint64_t nm = w.ino("node_modules");
+  const uint64_t dir = w.ino("node_modules/pkg-0");
+  const uint64_t big = w.ino("node_modules/pkg-0/lib/big.bin");
+  REQUIRE(nm != 0);
+  REQUIRE(dir != 0);
+  REQUIRE(big != 0);
+  const std::string mark = "written while the rename waited";
+  const int fds = open_fds();
+  const uint64_t reads_before = w.source->reads;
+  hang_reads(w);
+  auto renamer = std::async(std::launch::async, [&] { return w.overlay->rename(nm, "pkg-0", nm, "pkg-0-moved", 0); });
+  std::future<bool> writer;
+  std::future<void> changes;
+  ReleaseHungReadsOnExit release_on_exit{w};
+  REQUIRE(store_was_asked(w, reads_before));  // the rename is fetching (nothing else reads)
+  writer = std::async(std::launch::async, [&] {
+    auto h = w.overlay->open(big, O_RDWR);  // by inode: the name may have moved meanwhile
+    if (!h.ok()) return false;
+    const bool wrote = w.overlay->write(*h, std::span<const char>(mark.data(), mark.size()), 5).ok();
+    w.overlay->release(*h);
+    return wrote;
+  });
+  std::atomic<bool> unlinked{false}, created{false};
+  const bool answered = finishes_within(changes, 3.0, [&] {
+    unlinked = w.overlay->unlink(dir, "index.js").ok();
+    auto c = w.overlay->create(dir, "new.txt", S_IFREG | 0644, O_RDWR, fs::Caller{});
+    if (!c.ok()) return;
+    const std::string text = "new\n";
+    created = w.overlay->write(c->second, std::span<const char>(text.data(), text.size()), 0).ok();
+    w.overlay->release(c->second);
+  });
+  release_hung_reads(w);
+  changes.wait();
+  CHECK(answered);
+  CHECK(unlinked);
+  CHECK(created);
+  const Status renamed = renamer.get();
+  REQUIRE(renamed.ok());
+  CHECK(writer.get());
+  REQUIRE(::unlink((w.plain + "/node_modules/pkg-0/index.js").c_str()) == 0);
+  testing::write_file(w.plain + "/node_modules/pkg-0/new.txt", "new\n");
+  REQUIRE(::chmod((w.plain + "/node_modules/pkg-0/new.txt").c_str(), 0644) == 0);
+  plain_write_at(w, "node_modules/pkg-0/lib/big.bin", mark, 5);
+  plain_rename(w, "node_modules/pkg-0", "node_modules/pkg-0-moved");
+  require_clean_and_same_view(w, fds);
+}
+
 // Issue 19: read() used a Handle* after dropping the overlay's mutex; a release() meanwhile
 // freed it under the reader (the kernel never sends that, a caller of the class can).
 TEST_CASE("overlay: release while reads of the handle are in flight", "[unit]") {
