@@ -58,6 +58,10 @@ SCENARIOS = [
      "streams + extract.", []),
     ("read_cold", "Cold full read", "Every file read once right after the restore or mount (caches dropped, "
      "lazycache's chunk cache cleared).", []),
+    ("unmount", "Unmount of an idle mount", "`lazycache unmount` of a mount that has nothing in flight (a "
+     "fresh mount whose background fill has ended): from the command to its exit, which waits for the "
+     "daemon to write its final figures and exit. Local: a mount of the local archive `pack` wrote; over "
+     "a link: a mount of the store entry (the unmount itself never needs the store).", []),
     ("find_warm", "Warm find", "`find DIR | wc -l` on a filesystem that was walked once before.", []),
     ("read_warm", "Warm reads", "`find DIR -type f -print0 | xargs -0 cat` after one untimed full read.", []),
     ("rss_peak", "Peak RSS", "Peak resident memory (VmHWM) of the filesystem daemon after the reads.", []),
@@ -424,6 +428,12 @@ def goal_rows(g):
                 best = min(sq, key=lambda r: r["median_s"])
                 x = best["median_s"] / lc["median_s"]
                 out.append((f"{TITLES[scen]} ({fx}): at least as fast as {best['tool']}", "local", f"{x:.2f}x", ">= 1.0x", verdict(x >= 1.0)))
+    for fx in fixtures:  # issue 15, item 4
+        for prof in ["local"] + link_profiles:
+            lc = find_row(g, "unmount", fx, prof, "lazycache unmount")
+            if lc:
+                ms = lc["median_s"] * 1000
+                out.append((f"Unmount of an idle mount ({fx})", prof, f"{ms:.0f} ms", "<= 50 ms", verdict(ms <= 50)))
     for prof in link_profiles:
         ready = [(fx, find_row(g, "mount_ready", fx, prof, "lazycache mount")) for fx in fixtures]
         ready = [(fx, r) for fx, r in ready if r and r["note"].get("archive_bytes")]

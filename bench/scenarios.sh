@@ -48,6 +48,19 @@ lc_clear_cache() { "$LC" cache clear >/dev/null 2>&1 || rm -rf "$LAZYCACHE_CACHE
 lc_daemon_pid() {  # the daemon of the last mount: `lazycache mount` prints "daemon pid N"
   grep -o 'daemon pid [0-9]*' "$LOG" | tail -1 | cut -d' ' -f3
 }
+# lc_wait_idle DIR: returns once the mount at DIR has nothing in flight that its unmount would
+# wait for: the background fill has fetched what it queued (fill_bytes reached fill_target_bytes;
+# both 0 without a fill). At most 60 s; an idle mount is what the unmount row times.
+lc_wait_idle() {
+  local i json done_b target
+  for i in $(seq 600); do
+    json=$("$LC" status --json "$1" 2>/dev/null) || return 0
+    done_b=$(jq -r '.stats.fill_bytes // 0' <<<"$json" | head -1)
+    target=$(jq -r '.stats.fill_target_bytes // 0' <<<"$json" | head -1)
+    [ "${done_b:-0}" -ge "${target:-0}" ] && return 0
+    sleep 0.1
+  done
+}
 
 # The job a CI step runs on the node tree (cwd = the tree's parent): two CLIs print their
 # version, node loads five packages, and the fixed list of files is read.
@@ -180,6 +193,10 @@ lc_local_warm() {
   else
     for s in rss_peak rss_idle; do not_measured $s "$fx" local "lazycache mount" "mount daemon's PID not found"; done
   fi
+  # Unmount of an idle mount (issue 15, item 4: <= 50 ms): a fresh mount of the local archive,
+  # its fill done, then `unmount` timed until the daemon has exited and the figures are printed.
+  measure unmount "$fx" local "lazycache unmount, idle mount (--archive)" \
+    'lc_unmount "$M"; "$LC" mount --archive "$W/$fx.lc.tar.zst" "$M" && lc_wait_idle "$M"' '"$LC" unmount "$M"'
   lc_unmount "$M"
 }
 
@@ -260,6 +277,10 @@ run_link_scenarios() {
     measure mount_ready "$fx" "$prof" "lazycache mount" "$PREP_MOUNT"'; B0=$(fetched_bytes)' \
       '"$LC" mount "${LC_STORE_OPTS[@]}" --key "$KEY" "$JOBD"' \
       'note_add fetched_bytes $(( $(fetched_bytes) - B0 )); note_add archive_bytes '"$abytes"'; lc_unmount "$JOBD"'
+    # Unmount of an idle mount over the link (the fill done first: nothing in flight); the same
+    # command as the local row's (an unmount never needs the store).
+    measure unmount "$fx" "$prof" "lazycache unmount, idle mount (--store)" \
+      "$PREP_MOUNT"'; "$LC" mount "${LC_STORE_OPTS[@]}" --key "$KEY" "$JOBD" && lc_wait_idle "$JOBD"' '"$LC" unmount "$JOBD"'
   else
     not_measured mount_ready "$fx" "$prof" "lazycache mount" "$(lc_why mount)"
   fi

@@ -19,7 +19,7 @@ for f in RESULTS.md results.json results.tsv; do
   [ -s "$OUT/$f" ] || { echo "bench smoke: $OUT/$f missing or empty" >&2; exit 1; }
 done
 fail=0
-for scen in pack save restore mount_ready read_cold find_warm read_warm job_large job_large_learned job_large_traced \
+for scen in pack save restore mount_ready unmount read_cold find_warm read_warm job_large job_large_learned job_large_traced \
             transfer_save transfer_restore; do
   if ! awk -F'\t' -v s="$scen" '$1 == s && $4 ~ /^lazycache/ && $5 ~ /^[0-9.]+$/ { found = 1 } END { exit !found }' "$OUT/results.tsv"; then
     echo "bench smoke: no measured lazycache row for scenario $scen" >&2

@@ -85,6 +85,16 @@ class OverheadTest(unittest.TestCase):
         restore = [g for g in goals if g[0].startswith("Full restore (large)")]
         self.assertEqual([(g[2], g[4]) for g in restore], [("1.50x", "met"), ("1.20x", "met")])
 
+    def test_unmount_goal(self):
+        rows = [row("unmount", "node", "local", "lazycache unmount, idle mount (--archive)", 0.031),
+                row("unmount", "node", "hosted", "lazycache unmount, idle mount (--store)", 0.064)]
+        goals = [g for g in report.goal_rows(report.groups(rows)) if g[0].startswith("Unmount")]
+        self.assertEqual([(g[1], g[2], g[3], g[4]) for g in goals],
+                         [("local", "31 ms", "<= 50 ms", "met"), ("hosted", "64 ms", "<= 50 ms", "NOT met")])
+        md = report.build_markdown(rows, {"cpu": "test"}, "bench/run.sh", [], {})
+        self.assertIn("## Unmount of an idle mount", md)
+        self.assertIn("| Unmount of an idle mount (node) | local | 31 ms | <= 50 ms | met |", md)
+
     def test_default_row_is_the_transfer_reference(self):
         ref = report.reference(self.g[("transfer_restore", "random", "hosted")])
         self.assertEqual(ref["tool"], "lazycache restore --extract, auto (default)")
