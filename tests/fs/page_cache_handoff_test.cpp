@@ -403,7 +403,10 @@ TEST_CASE("a file whose frame is not in memory is not handed off late (its read 
 
 TEST_CASE("decoded frames in memory stay within the frame budget", "[unit]") {
   TempDir dir;
-  testing::make_node_like_tree(dir / "t", 40);
+  // 160 packages: ~100 frames, so a peak bounded by the budget plus what on-demand reads force
+  // past it stays far below all frames at once (40 packages gave 27 frames: the forced part
+  // alone, 1.77x the budget under CI load, came to half of them).
+  testing::make_node_like_tree(dir / "t", 160);
   testing::pack_tree(dir.path(), {"t"}, dir / "a.tar.zst");
   auto cache = fs::ChunkCache::open({dir / "cache", 1ull << 30});
   REQUIRE(cache.ok());
@@ -429,6 +432,6 @@ TEST_CASE("decoded frames in memory stay within the frame budget", "[unit]") {
   uint64_t all_frames = 0;
   for (const auto& f : fs.index().frames()) all_frames += f.uncompressed_size;
   INFO("peak " << s.memory_peak_bytes << ", budget " << config.memory_budget_bytes << ", all frames " << all_frames);
-  REQUIRE(all_frames >= 3 * config.memory_budget_bytes);
-  CHECK(s.memory_peak_bytes * 2 <= all_frames);
+  REQUIRE(all_frames >= 10 * config.memory_budget_bytes);
+  CHECK(s.memory_peak_bytes * 4 <= all_frames);
 }
