@@ -413,6 +413,12 @@ TEST_CASE("decoded frames in memory stay within the frame budget", "[unit]") {
   fs::FilesystemConfig config;
   config.idle_trim_ms = 0;
   config.memory_budget_bytes = 512 << 10;  // 8 frames of 64 KiB
+  // What may go past the budget: each fetch thread's on-demand run (reads never wait for
+  // memory, MemoryBudget::reserve_forced), held until its chunk-cache writes are done, which
+  // under load lag behind the reader (CI saw 1.77x, a loaded ctest 4.2x with 16 threads and 1 MiB
+  // runs). Few threads and small runs make that part a bound this test can state.
+  config.fetcher.threads = 2;
+  config.fetcher.merge_bytes_on_demand = 128 << 10;
   fs::Filesystem fs(testing::open_archive_file(dir / "a.tar.zst"), *cache, config);
   REQUIRE(fs.index().frames().size() > 16);
   uint64_t files = 0;
@@ -426,12 +432,9 @@ TEST_CASE("decoded frames in memory stay within the frame budget", "[unit]") {
   REQUIRE(files > 50);
   const auto s = fs.stats();
   CHECK(s.frames_decoded > 8);  // the budget did bind
-  // Not a strict bound: on-demand reads take their frame even past the budget
-  // (MemoryBudget::reserve_forced: reads must make progress), and readahead's fetches overlap
-  // them (CI saw 1.45x the budget at load). What must hold: far less than every frame at once.
   uint64_t all_frames = 0;
   for (const auto& f : fs.index().frames()) all_frames += f.uncompressed_size;
   INFO("peak " << s.memory_peak_bytes << ", budget " << config.memory_budget_bytes << ", all frames " << all_frames);
   REQUIRE(all_frames >= 10 * config.memory_budget_bytes);
-  CHECK(s.memory_peak_bytes * 4 <= all_frames);
+  CHECK(s.memory_peak_bytes <= config.memory_budget_bytes + 2 * config.fetcher.merge_bytes_on_demand);
 }
