@@ -460,7 +460,7 @@ def build_markdown(rows, machine, invocation, profiles, profile_info):
     out.append(f"Reproduce (as root, from a clean clone): `{invocation}`\n")
     out.append("## Machine and run\n")
     out.append("| fact | value |\n| --- | --- |")
-    for k in ("cpu", "nproc", "memory", "os", "kernel", "disk", "tools", "commit", "started", "ended",
+    for k in ("cpu", "nproc", "memory", "os", "kernel", "disk", "target_fs", "tools", "commit", "started", "ended",
               "load_at_start", "load_at_end", "merged_rows_from", "merge_note"):
         if k in machine:
             out.append(f"| {k} | {md_escape(str(machine[k]))} |")
@@ -576,8 +576,10 @@ def build_markdown(rows, machine, invocation, profiles, profile_info):
                "directory; `$JOB_CMD` and `$READ_ALL` are spelled out in `bench/scenarios.sh`; "
                "`${LC_STORE_OPTS[@]}` = `--store s3://$BUCKET/lc --endpoint $E --region us-east-1 "
                "--path-style`; `$RCLONE_FLAGS` = `--multi-thread-streams 8 --multi-thread-cutoff 1M`. "
-               "Prepare steps (untimed): `rm -rf` of the target and `drop_caches` for every restore and "
-               "cold read; mounts are unmounted and lazycache's chunk cache cleared before cold runs.\n")
+               "Prepare steps (untimed): `fresh_target` (`$JOBP` becomes a new, empty file system: "
+               "mkfs.ext4 of a loop image, see target_fs above and bench/run.sh) before every restore, "
+               "mount and cold job, and `drop_caches` for every restore and cold read; mounts are "
+               "unmounted and lazycache's chunk cache cleared before cold runs.\n")
     return "\n".join(out)
 
 

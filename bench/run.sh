@@ -142,6 +142,7 @@ W=$(mktemp -d "$HERE/work/run.XXXXXX")   # same disk as the fixtures; gitignored
 LOG=$W/commands.log
 TSV=$W/results.tsv
 MOUNTS=()      # paths to unmount on exit
+TARGET_MOUNTS=()   # the job's file systems (fresh_target), unmounted after MOUNTS
 PIDS=()        # processes to stop on exit
 SWIFT_DIR=$W/swift
 cleanup() {
@@ -149,6 +150,7 @@ cleanup() {
   trap - ERR
   local m p
   for m in "${MOUNTS[@]}"; do mountpoint -q "$m" && { fusermount3 -u "$m" 2>/dev/null || umount -l "$m"; }; done
+  for m in "${TARGET_MOUNTS[@]}"; do mountpoint -q "$m" && { umount "$m" 2>/dev/null || umount -l "$m"; }; done
   for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
   for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
   [ -d "$SWIFT_DIR/run" ] && "$ROOT/tests/servers/swift-s3.sh" stop "$SWIFT_DIR" >/dev/null
@@ -161,6 +163,51 @@ trap 'exit 130' INT TERM
 say() { printf '%s  %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
 load1() { cut -d' ' -f1 /proc/loadavg; }
 drop_caches() { sync; echo 3 > /proc/sys/vm/drop_caches; }
+
+# ---- the job's file system ----
+# Every restore, extract, mount and job lands in $JOBP, and fresh_target makes $JOBP a new, empty,
+# journaled ext4 (a sparse image under $W, loop-mounted) before each run. Why: a tree removed
+# right before the next run is not a neutral start. This machine's root ext4 has no journal, and
+# without one ext4's inode allocator skips inodes deleted in the last minutes (recently_deleted()
+# in find_inode_bit), so a restore into a just-emptied directory cost every tool 3-10x more system
+# time, in whichever run came next (bench/RESULTS.md, addendum of 2026-12-03). A CI runner starts
+# from a fresh VM disk with a journal; so does every run here. Where no loop device can be set
+# up, $JOBP stays a plain directory (removed and made again) and the machine table says so.
+TARGET_IMG=$W/target.img
+TARGET_FS="ext4 (journaled), made fresh by mkfs.ext4 on a loop image before every run"
+target_probe() {  # sets TARGET_FS to the fallback if a loop ext4 cannot be made here
+  local d=$W/target-probe why
+  mkdir -p "$d"
+  if ! why=$( { truncate -s 64M "$TARGET_IMG" && mkfs.ext4 -q -F "$TARGET_IMG" &&
+                mount -o loop "$TARGET_IMG" "$d" && umount "$d"; } 2>&1); then
+    TARGET_FS="plain directory on the root file system (no loop ext4 here: $(head -1 <<<"$why"))"
+    say "target file system: $TARGET_FS"
+  fi
+  rm -f "$TARGET_IMG"; rmdir "$d"
+}
+target_is_loop() { [[ $TARGET_FS == ext4* ]]; }
+# fresh_target: $JOBP empty on a new file system (sized 3x the fixture's tree + 1 GiB, sparse;
+# lazy_itable_init and noinit_itable: a new image reads as zeros, so no background zeroing runs
+# during the timed command); the caller's mount at $JOBD is unmounted first.
+fresh_target() {
+  lc_unmount "$JOBD"
+  if mountpoint -q "$JOBP"; then umount "$JOBP"; fi
+  rm -rf "$JOBP"; rm -f "$TARGET_IMG"
+  mkdir -p "$JOBP"
+  if target_is_loop; then
+    truncate -s $(( $(fx_bytes "$fx") * 3 + (1 << 30) )) "$TARGET_IMG"
+    mkfs.ext4 -q -F -E lazy_itable_init=1,lazy_journal_init=1 "$TARGET_IMG"
+    mount -o loop,noinit_itable "$TARGET_IMG" "$JOBP"
+    TARGET_MOUNTS+=("$JOBP")
+  fi
+  sync
+}
+# release_target: the job's file system removed at the end of a fixture's scenarios.
+release_target() {
+  lc_unmount "$JOBD"
+  if mountpoint -q "$JOBP"; then umount "$JOBP"; fi
+  rm -rf "$JOBP"; rm -f "$TARGET_IMG"
+}
 
 # ---- measurement ----
 # Each measurement is one TSV row:
@@ -289,15 +336,17 @@ stop_proxy() { kill "$PROXY_PID"; wait "$PROXY_PID" 2>/dev/null || true; }
 # Bytes the store sent to clients through the proxy so far (its stats file lags <= 100 ms).
 fetched_bytes() { sleep 0.25; jq .bytes_to_client "$PROXY_STATS" 2>/dev/null || echo 0; }
 
+target_probe
+
 # ---- machine facts ----
 MACHINE=$(jq -n --arg cpu "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')" \
   --arg nproc "$(nproc)" --arg mem "$(free -g | awk '/Mem:/ {print $2}') GiB" \
   --arg kernel "$(uname -r)" --arg os "$(. /etc/os-release && echo "$PRETTY_NAME")" \
-  --arg disk "$(df -T "$W" | awk 'NR == 2 {print $2 " on " $1}')" \
+  --arg disk "$(df -T "$W" | awk 'NR == 2 {print $2 " on " $1}')" --arg target_fs "$TARGET_FS" \
   --arg tools "zstd $(zstd -V | grep -o 'v[0-9.]*'), $(tar --version | head -1), curl $(curl -V | head -1 | cut -d' ' -f2), rclone $(rclone version 2>/dev/null | head -1 | cut -d' ' -f2), squashfuse $(dpkg-query -W -f='${Version}' squashfuse), node $(node -v), lazycache $("$LC" --version 2>/dev/null | cut -d' ' -f2 || echo none)" \
   --arg commit "$(git -C "$ROOT" rev-parse --short HEAD)$(git -C "$ROOT" diff --quiet HEAD -- . 2>/dev/null || echo '+local changes')" \
   --arg started "$(date -u +%Y-%m-%dT%H:%M:%SZ)" --arg load "$(cut -d' ' -f1-3 /proc/loadavg)" \
-  '{cpu: $cpu, nproc: $nproc, memory: $mem, kernel: $kernel, os: $os, disk: $disk, tools: $tools,
+  '{cpu: $cpu, nproc: $nproc, memory: $mem, kernel: $kernel, os: $os, disk: $disk, target_fs: $target_fs, tools: $tools,
     commit: $commit, started: $started, load_at_start: $load}')
 
 . "$SCRIPTS/scenarios.sh"

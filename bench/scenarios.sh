@@ -49,15 +49,13 @@ lc_daemon_pid() {  # the daemon of the last mount: `lazycache mount` prints "dae
   grep -o 'daemon pid [0-9]*' "$LOG" | tail -1 | cut -d' ' -f3
 }
 # lc_wait_idle DIR: returns once the mount at DIR has nothing in flight that its unmount would
-# wait for: the background fill has fetched what it queued (fill_bytes reached fill_target_bytes;
-# both 0 without a fill). At most 60 s; an idle mount is what the unmount row times.
+# wait for: no frame queued or being fetched (`status --json`: frames_pending; the mount queues
+# its fill before `mount` returns). At most 60 s; an idle mount is what the unmount row times.
 lc_wait_idle() {
-  local i json done_b target
+  local i pending
   for i in $(seq 600); do
-    json=$("$LC" status --json "$1" 2>/dev/null) || return 0
-    done_b=$(jq -r '.stats.fill_bytes // 0' <<<"$json" | head -1)
-    target=$(jq -r '.stats.fill_target_bytes // 0' <<<"$json" | head -1)
-    [ "${done_b:-0}" -ge "${target:-0}" ] && return 0
+    pending=$("$LC" status --json "$1" 2>/dev/null | jq -r '.stats.frames_pending // 0' | head -1) || return 0
+    [ "${pending:-0}" = 0 ] && return 0
     sleep 0.1
   done
 }
@@ -81,11 +79,11 @@ warm_tools() {
   "$LC" --version; $CURL --version; zstd -V; tar --version; rclone version; /usr/bin/python3 -c pass
   node -v 2>/dev/null || true
 }
-PREP_COLD_TREE='lc_unmount "$JOBD"; rm -rf "$JOBD" "$W/dl.tar.zst"; lc_clear_cache; warm_tools'
+PREP_COLD_TREE='fresh_target; rm -f "$W/dl.tar.zst"; lc_clear_cache; warm_tools'
 PREP_COLD_MOUNT=$PREP_COLD_TREE'; mkdir -p "$JOBD"'
 # The job alone: a complete local tree at the job's path (copied from the fixture if a way left it
 # incomplete), then the job once untimed, so the tree and the programs are in the page cache.
-PREP_ALONE='lc_unmount "$JOBD"; if [ "$(cd "$T" && find . | LC_ALL=C sort | md5sum)" != "$(cd "$JOBD" 2>/dev/null && find . | LC_ALL=C sort | md5sum)" ]; then rm -rf "$JOBD"; mkdir -p "$JOBP"; cp -a "$T" "$JOBP/"; fi; '
+PREP_ALONE='lc_unmount "$JOBD"; if [ "$(cd "$T" && find . | LC_ALL=C sort | md5sum)" != "$(cd "$JOBD" 2>/dev/null && find . | LC_ALL=C sort | md5sum)" ]; then fresh_target; cp -a "$T" "$JOBP/"; fi; '
 
 # job_share JOBCMD: the bytes of the tree's files the job brings into the page cache (what it
 # reads, with the kernel's readahead), on the local tree at $JOBD: its pages are evicted first
@@ -223,7 +221,7 @@ run_link_scenarios() {
   local fx=$1 prof=$2 T=${TREE[$1]}
   # The job's directory: a copy of the fixture at a fixed path, as a CI cache path would be.
   JOBP=$W/job-$fx JOBD=$W/job-$fx/$(basename "$T")
-  if [ ! -d "$JOBD" ]; then mkdir -p "$JOBP" && cp -a "$T" "$JOBP/"; fi
+  if [ ! -d "$JOBD" ]; then fresh_target && cp -a "$T" "$JOBP/"; fi
   local N ARCH=$W/$fx.job.tar.zst OBJ="peer/$fx.tar.zst"
   N=$(basename "$JOBD")
   [ -f "$ARCH" ] || tar -cf - -C "$JOBP" "$N" | zstd -q -T0 -3 -o "$ARCH"   # once per fixture
@@ -255,7 +253,7 @@ run_link_scenarios() {
 
   # full restore: every byte downloaded and every file created before the job can start.
   say "full restore ($fx, $prof)"
-  local PREP_EMPTY='rm -rf "$JOBD" "$W/dl.tar.zst"; drop_caches'
+  local PREP_EMPTY='fresh_target; rm -f "$W/dl.tar.zst"; drop_caches'
   restore_peer_rows restore
   if lc_has restore && lc_has_opt restore --extract; then
     measure restore "$fx" "$prof" "lazycache restore --extract" "$PREP_EMPTY" \
@@ -271,7 +269,7 @@ run_link_scenarios() {
   # curl row says: measured on the first link profile only (time limit of the full run, issue 14).
   [ "$fx" = large ] && ! first_profile || measure download "$fx" "$prof" "curl GET (archive only)" 'rm -f "$W/dl.tar.zst"; drop_caches' \
     '$CURL -o "$W/dl.tar.zst" "$E/$BUCKET/$OBJ"' "note_add archive_bytes $abytes"
-  local PREP_MOUNT='lc_unmount "$JOBD"; rm -rf "$JOBD"; mkdir -p "$JOBD"; lc_clear_cache; drop_caches'
+  local PREP_MOUNT='fresh_target; mkdir -p "$JOBD"; lc_clear_cache; drop_caches'
   if lc_has mount; then
     MOUNTS+=("$JOBD")
     measure mount_ready "$fx" "$prof" "lazycache mount" "$PREP_MOUNT"'; B0=$(fetched_bytes)' \
@@ -298,8 +296,7 @@ run_link_scenarios() {
     value_row bytes "$fx" "$prof" "actions/cache: bytes fetched" "$(mib "$abytes")" MiB "the whole archive"
     # The cold full read of 2.3 GB would add minutes per link for a figure the node and mixed rows
     # already give.
-    lc_unmount "$JOBD"
-    rm -rf "$JOBD"
+    release_target
     return 0
   fi
 
@@ -315,8 +312,7 @@ run_link_scenarios() {
   else
     not_measured read_cold "$fx" "$prof" "lazycache mount, read all" "$(lc_why mount)"
   fi
-  lc_unmount "$JOBD"
-  rm -rf "$JOBD"
+  release_target
 }
 
 # lc_job_rows SCEN FX PROF KEY JOBCMD JOB_BYTES: the ways of one job, each from the cold-tree
@@ -412,7 +408,7 @@ first_profile() { [ "$prof" = "${PROFILES%% *}" ]; }
 run_transfer_scenarios() {
   local fx=$1 prof=$2 T=${TREE[$1]}
   JOBP=$W/job-$fx JOBD=$W/job-$fx/$(basename "$T")
-  if [ ! -d "$JOBD" ]; then mkdir -p "$JOBP" && cp -a "$T" "$JOBP/"; fi
+  if [ ! -d "$JOBD" ]; then fresh_target && cp -a "$T" "$JOBP/"; fi
   local N ARCH=$W/$fx.job.tar.zst OBJ="peer/$fx.tar.zst" abytes
   N=$(basename "$JOBD")
   [ -f "$ARCH" ] || tar -cf - -C "$JOBP" "$N" | zstd -q -T0 -3 -o "$ARCH"
@@ -436,7 +432,7 @@ run_transfer_scenarios() {
     not_measured transfer_save "$fx" "$prof" "lazycache save, auto (default)" "$(lc_why save)"
   fi
 
-  local PREP_EMPTY='rm -rf "$JOBD" "$W/dl.tar.zst"; drop_caches'
+  local PREP_EMPTY='fresh_target; rm -f "$W/dl.tar.zst"; drop_caches'
   restore_peer_rows transfer_restore
   if lc_has restore && lc_has_opt restore --extract; then
     lc_sweep transfer_restore "lazycache restore --extract" "$PREP_EMPTY" \
@@ -445,7 +441,7 @@ run_transfer_scenarios() {
     not_measured transfer_restore "$fx" "$prof" "lazycache restore --extract, auto (default)" "$(lc_why restore) (or no --extract)"
   fi
   value_row bytes "$fx" "$prof" "archive of the payload (tar | zstd -3)" "$(mib "$abytes")" MiB "stat -c %s"
-  rm -rf "$JOBD"
+  release_target
 }
 
 # lc_traced_job FX PROF (issue 17 item 6): the first run of a job on an entry saved from a plain
@@ -472,8 +468,7 @@ lc_traced_job() {
   measure "$scen" "$fx" "$prof" "lazycache mount, job, unmount (first run after a traced save)" "$SAVE_TRACED" \
     '"$LC" mount "${LC_STORE_OPTS[@]}" --key "traced-$fx-$prof-$SEQ" "$JOBD" && '"$JOBX"' && lc_unmount "$JOBD"' \
     'note_add fetched_bytes $(( $(fetched_bytes) - B0 )); note_add job_file_bytes '"$jbytes"'; note_add archive_bytes '"$abytes"'; note_add tree_file_bytes '"$tree_file_bytes"'; note_lc_figures'
-  lc_unmount "$JOBD"
-  rm -rf "$JOBD"
+  release_target
 }
 
 # ---- issue 17 item 4: an incremental save costs what changed ----
@@ -490,7 +485,7 @@ lc_incremental_rows() {
     return 0
   fi
   JOBP=$W/job-$fx JOBD=$W/job-$fx/$(basename "$T")
-  lc_unmount "$JOBD"; rm -rf "$JOBD"; mkdir -p "$JOBP"; cp -a "$T" "$JOBP/"
+  fresh_target; cp -a "$T" "$JOBP/"
   (cd "$JOBD" && find . -type f -printf '%P\n' | LC_ALL=C sort) > "$W/incr-all.txt"
   lc_store
   say "incremental save ($fx, $prof)"
@@ -505,9 +500,9 @@ lc_incremental_rows() {
     local label="one changed file"
     [ "$mode" = 1pct ] && label="1 % of the files changed ($(wc -l < "$W/incr-picked.txt") files)"
     # Untimed: a mount of the base under a new key, the change made through it.
-    local PREP_INCR='next_seq; lc_unmount "$JOBD"; rm -rf "$JOBD"; mkdir -p "$JOBD"; lc_clear_cache; "$LC" mount "${LC_STORE_OPTS[@]}" --key "incr-$fx-$prof-new-$SEQ" --restore-keys "'"$BASE"'" --fill none "$JOBD" && (cd "$JOBD" && while read -r f; do printf "// changed\n" >> "$f"; done < "$W/incr-picked.txt")'
+    local PREP_INCR='next_seq; fresh_target; mkdir -p "$JOBD"; lc_clear_cache; "$LC" mount "${LC_STORE_OPTS[@]}" --key "incr-$fx-$prof-new-$SEQ" --restore-keys "'"$BASE"'" --fill none "$JOBD" && (cd "$JOBD" && while read -r f; do printf "// changed\n" >> "$f"; done < "$W/incr-picked.txt")'
     local AFTER_INCR='l=$(grep "as key incr-$fx-$prof-new-$SEQ" "$LOG" | tail -1); note_add uploaded_mib "$(to_mib "$(sed -n "s/.*uploaded \([0-9.]* [KMGT]*i*B\) (.*/\1/p" <<<"$l")")"; note_add read_back_mib "$(to_mib "$(sed -n "s/.*uploaded [0-9.]* [KMGT]*i*B (\([0-9.]* [KMGT]*i*B\) of it read back.*/\1/p" <<<"$l")")"; note_add changed_zst_bytes "$(cd "'"$T"'" && tr "\n" "\0" < "$W/incr-picked.txt" | xargs -0 cat | zstd -q -3 -c | wc -c)"; note_add index_mib "$("$LC" info "${LC_STORE_OPTS[@]}" --key "incr-$fx-$prof-new-$SEQ" | awk "/^index \+ table:/ { v = \$4; u = \$5; print (u == \"KiB\" ? v / 1024 : u == \"B\" ? v / 1048576 : v) }")"'
     measure incr_save "$fx" "$prof" "lazycache unmount --save, $label" "$PREP_INCR" '"$LC" unmount --save "$JOBD"' "$AFTER_INCR"
   done
-  lc_unmount "$JOBD"; rm -rf "$JOBD"
+  release_target
 }

@@ -143,6 +143,11 @@ bool FrameFetcher::idle() const {
   return queue_.empty() && active_ == 0;
 }
 
+size_t FrameFetcher::pending() const {
+  std::lock_guard lock(mu_);
+  return queue_.size() + active_;
+}
+
 void FrameFetcher::stop_background() {
   std::lock_guard lock(mu_);
   background_stopped_ = true;

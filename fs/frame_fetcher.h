@@ -175,6 +175,8 @@ class FrameFetcher {
   // Blocks until nothing is queued or in flight (tests and `--prefetch` completion reports).
   void wait_idle();
   bool idle() const;
+  // Frames queued or being fetched now, at every priority (a figure for `status`).
+  size_t pending() const;
   // Drops every queued prefetch and background frame that no reader waits for, and ignores later
   // prefetch() calls at those priorities. Fill runs in flight finish. Never blocks on I/O.
   void stop_background();

@@ -34,6 +34,7 @@ void for_each_field(S& s, F&& f) {
   f("prefetched_frames", s.prefetched_frames);
   f("fill_target_bytes", s.fill_target_bytes);
   f("fill_bytes", s.fill_bytes);
+  f("frames_pending", s.frames_pending);
   f("on_demand_bytes", s.on_demand_bytes);
   f("chunk_cache_bad", s.chunk_cache_bad);
   f("frames_spilled", s.frames_spilled);

@@ -25,6 +25,7 @@ struct MountStats {
   uint64_t prefetched_frames = 0;
   uint64_t fill_target_bytes = 0;  // compressed bytes the fill policy queued for background fill
   uint64_t fill_bytes = 0;         // of store_bytes: fetched by prefetch and background fill
+  uint64_t frames_pending = 0;     // frames queued or being fetched now (0: the mount is idle)
   uint64_t on_demand_bytes = 0;    // of store_bytes: fetched for reads and their readahead
   uint64_t chunk_cache_bad = 0;
   uint64_t frames_spilled = 0;            // frames over a quarter of the budget decoded to a file

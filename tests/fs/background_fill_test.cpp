@@ -190,6 +190,9 @@ TEST_CASE("the default fill brings the whole archive into the chunk cache undeco
     CHECK(s.fill_target_bytes > 0);
     CHECK(s.frames_from_store == s.archive_frames);
     CHECK(s.fill_bytes == s.store_bytes);
+    // The target is what the fill queued (every data frame, not the index): reached when done.
+    CHECK(s.fill_bytes == s.fill_target_bytes);
+    CHECK(s.frames_pending == 0);
     CHECK(s.on_demand_bytes == 0);
     CHECK(s.memory_used_bytes == 0);                // nothing decoded into memory
     CHECK(s.store_range_reads < s.archive_frames);  // merged runs
