@@ -41,6 +41,11 @@ class ObjectByteSource final : public ByteSource {
   // Pins to an object already known (from a list or head): no request.
   static std::shared_ptr<ObjectByteSource> from_info(std::shared_ptr<ObjectStore> store, const ObjectInfo& info,
                                                      ObjectByteSourceConfig config = {});
+  // The same, keeping `tail` (the object's last tail.size() bytes, read with its info: the
+  // lookup's get_tail) to serve reads inside it; counted as one request. kInvalidArgument when
+  // the tail is longer than the object.
+  static Result<std::shared_ptr<ObjectByteSource>> from_tail(std::shared_ptr<ObjectStore> store, const ObjectInfo& info, std::string tail,
+                                                             ObjectByteSourceConfig config = {});
 
   uint64_t size() const override { return info_.size; }
   Result<size_t> read_at(uint64_t offset, std::span<std::byte> out) const override;
