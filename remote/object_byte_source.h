@@ -52,6 +52,11 @@ class ObjectByteSource final : public ByteSource {
   Status read_ranges(std::span<ReadRequest> requests) const override;
   std::string describe() const override { return store_->describe() + "/" + info_.key; }
 
+  // Frees the tail kept from open or from_tail (reads of it go to the store again): once the
+  // archive's index is parsed, a mount has no use for the 1 MiB it read with its lookup. Not
+  // thread-safe: call before the source is shared with other threads.
+  void release_tail() { std::string().swap(tail_); }
+
   const ObjectInfo& info() const { return info_; }
   // Figures for status lines and tests: GET requests sent and bytes they returned.
   uint64_t requests() const { return requests_.load(); }
@@ -66,7 +71,7 @@ class ObjectByteSource final : public ByteSource {
   std::shared_ptr<ObjectStore> store_;
   ObjectInfo info_;
   ObjectByteSourceConfig config_;
-  std::string tail_;  // the last tail_.size() bytes of the object; immutable after open
+  std::string tail_;  // the last tail_.size() bytes of the object; immutable after open (but release_tail)
   mutable std::atomic<uint64_t> requests_{0}, bytes_fetched_{0};
 };
 

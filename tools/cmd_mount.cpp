@@ -76,7 +76,7 @@ constexpr uint64_t kMountTailBytes = 1 << 20;
 struct MountSource {
   std::shared_ptr<const ByteSource> bytes;
   // A store entry's bytes (== bytes): its requests() are the range reads the mount cost.
-  std::shared_ptr<const remote::ObjectByteSource> object;
+  std::shared_ptr<remote::ObjectByteSource> object;
   ServeInfo info;
   std::optional<SaveRecord> record;       // store entries only: what unmount --save needs
   std::optional<ResolvedEntry> resolved;  // store entries only: printed once the mounts serve
@@ -358,6 +358,7 @@ int run_mount(const MountOptions& o) {
   auto reader = format::ArchiveReader::open(counting);
   if (!reader.ok()) return fail(reader.error().with_context("opening " + src.bytes->describe()));
   const uint64_t mount_reads = src.object ? src.object->requests() : counting->reads();
+  if (src.object) src.object->release_tail();                          // the index is parsed; no fetch thread exists yet
   auto placements = format::place_roots((*reader)->index(), o.paths);  // the rule restore uses
   if (!placements.ok()) return fail(placements.error());
   // A save of these mounts is named for the mount points, in this order (remote::entry_version).

@@ -331,6 +331,12 @@ TEST_CASE("an exact key looked up with its tail: the tail comes back, and reads 
   CHECK(across == data.substr(at));
   CHECK(memory->calls(StoreOp::kGetRange) == before + 1);
   CHECK((*src)->bytes_fetched() == tail_bytes + (512 << 10));
+  // Released (a mount, once its index is parsed): the same bytes come from the store again.
+  (*src)->release_tail();
+  std::string again(1000, '\0');
+  REQUIRE(*(*src)->read_at(data.size() - again.size(), std::as_writable_bytes(std::span<char>(again))) == again.size());
+  CHECK(again == data.substr(data.size() - again.size()));
+  CHECK(memory->calls(StoreOp::kGetRange) == before + 2);
   // A tail that cannot be the object's is refused.
   CHECK(!ObjectByteSource::from_tail(memory, small->match->object, "longer than tiny").ok());
 }
