@@ -247,10 +247,13 @@ Status ChunkCache::init(const ChunkCacheConfig& config) {
     min_free_ = std::min(static_cast<uint64_t>(st->f_blocks) * st->f_frsize / 100 * kFloorPercent, kFloorCapBytes);
   }
   LC_RETURN_IF_ERROR(make_dirs(dir_ + "/tmp"));
+  LC_RETURN_IF_ERROR(make_dirs(dir_ + "/blobs"));
+  // One mkdir per subdirectory (make_dirs() would try every parent again: 1,500 system calls on
+  // each mount's path to ready).
   static const char* kHex = "0123456789abcdef";
   for (int i = 0; i < 256; ++i) {
     std::string sub = dir_ + "/blobs/" + kHex[i >> 4] + kHex[i & 15];
-    LC_RETURN_IF_ERROR(make_dirs(sub));
+    if (::mkdir(sub.c_str(), 0755) != 0 && errno != EEXIST) return errno_status("mkdir " + sub);
   }
   // One process at a time checks the index and sets it aside: two that found the same damage
   // must not move the fresh index the first one created. (Where flock fails, the check still

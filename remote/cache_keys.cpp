@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <span>
 
 #include "remote/sigv4.h"
 
@@ -72,6 +73,19 @@ Result<std::vector<KeyMatch>> list_entries(ObjectStore& store, std::string_view 
   } while (!continuation.empty());
   std::sort(out.begin(), out.end(), newer);
   return out;
+}
+
+// head() by a tail read: the object's info, and its last min(tail_bytes, size) bytes in `tail`.
+Result<ObjectInfo> head_with_tail(ObjectStore& store, const std::string& name, uint64_t tail_bytes, std::string& tail) {
+  tail.assign(tail_bytes, '\0');
+  auto read = store.get_tail(name, tail_bytes, std::as_writable_bytes(std::span<char>(tail)));
+  if (!read.ok()) {
+    tail.clear();
+    return read.error();
+  }
+  tail.resize(read->bytes);
+  read->info.key = name;
+  return read->info;
 }
 
 }  // namespace
@@ -164,13 +178,15 @@ std::optional<EntryName> entry_name_of(std::string_view object_key) {
 }
 
 Result<KeyResolution> resolve_cache_key(ObjectStore& store, std::string_view scope, std::string_view primary_key,
-                                        const std::vector<std::string>& restore_prefixes, const std::optional<std::string>& version) {
+                                        const std::vector<std::string>& restore_prefixes, const std::optional<std::string>& version,
+                                        uint64_t tail_bytes) {
   KeyResolution out;
   const std::string primary(primary_key);
   LC_ASSIGN_OR_RETURN(std::string exact_name, entry_object_key(scope, primary_key, version.value_or("")));
   if (version) {
-    // The common case, an exact hit, costs one HEAD.
-    auto exact = store.head(exact_name);
+    // The common case, an exact hit, costs one request: a HEAD, or the tail read that finds the
+    // object as surely (a kNotFound either way).
+    auto exact = tail_bytes > 0 ? head_with_tail(store, exact_name, tail_bytes, out.tail) : store.head(exact_name);
     if (exact.ok()) {
       out.match = KeyMatch{primary, true, *exact, *version};
       return out;

@@ -70,6 +70,9 @@ struct KeyMatch {
 
 struct KeyResolution {
   std::optional<KeyMatch> match;  // nullopt: a miss
+  // With tail_bytes > 0 and an exact match: the entry's last min(tail_bytes, size) bytes, read by
+  // the lookup itself (empty otherwise, e.g. for matches found by listing).
+  std::string tail;
   // With a version and no exact match: the entries of the primary key saved for other paths
   // (other versions, and older entries without one), newest first. What a miss message names.
   std::vector<KeyMatch> other_versions;
@@ -78,7 +81,11 @@ struct KeyResolution {
 // Blocking; lists every page under each prefix until one matches. `version` nullopt: any.
 // Errors: the store's (a kNotFound from HEAD is a miss, not an error; a store that cannot list,
 // such as a presigned URL, finds no other versions and, with any version, the unversioned name).
+// tail_bytes > 0 (mount): the exact name (with a version) is looked up with get_tail instead of
+// head, so an exact hit costs one request that also brings the archive's tail (on S3 a
+// suffix-range GET: a mount then needs no HEAD and, when the index fits, no other read).
 Result<KeyResolution> resolve_cache_key(ObjectStore& store, std::string_view scope, std::string_view primary_key,
-                                        const std::vector<std::string>& restore_prefixes, const std::optional<std::string>& version);
+                                        const std::vector<std::string>& restore_prefixes, const std::optional<std::string>& version,
+                                        uint64_t tail_bytes = 0);
 
 }  // namespace lazycache::remote

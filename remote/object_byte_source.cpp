@@ -29,6 +29,18 @@ std::shared_ptr<ObjectByteSource> ObjectByteSource::from_info(std::shared_ptr<Ob
   return std::shared_ptr<ObjectByteSource>(new ObjectByteSource(std::move(store), info, config));
 }
 
+Result<std::shared_ptr<ObjectByteSource>> ObjectByteSource::from_tail(std::shared_ptr<ObjectStore> store, const ObjectInfo& info,
+                                                                      std::string tail, ObjectByteSourceConfig config) {
+  if (tail.size() > info.size)
+    return Status(ErrorCode::kInvalidArgument,
+                  "a tail of " + std::to_string(tail.size()) + " bytes for " + info.key + " of " + std::to_string(info.size) + " bytes");
+  auto src = std::shared_ptr<ObjectByteSource>(new ObjectByteSource(std::move(store), info, config));
+  src->tail_ = std::move(tail);
+  src->requests_ = 1;
+  src->bytes_fetched_ = src->tail_.size();
+  return src;
+}
+
 Result<size_t> ObjectByteSource::fetch(uint64_t offset, std::span<std::byte> out) const {
   if (offset >= info_.size || out.empty()) return size_t{0};
   size_t want = static_cast<size_t>(std::min<uint64_t>(out.size(), info_.size - offset));
@@ -37,14 +49,18 @@ Result<size_t> ObjectByteSource::fetch(uint64_t offset, std::span<std::byte> out
     std::memcpy(out.data(), tail_.data() + (offset - tail_start), want);
     return want;
   }
-  RangeRequest req{info_.key, offset, want, info_.etag};
+  // A read reaching into the tail (an index larger than the tail read at open) asks the store
+  // only for the bytes before it.
+  const size_t from_store = static_cast<size_t>(std::min<uint64_t>(want, tail_start - offset));
+  if (from_store < want) std::memcpy(out.data() + from_store, tail_.data(), want - from_store);
+  RangeRequest req{info_.key, offset, from_store, info_.etag};
   requests_.fetch_add(1);
-  LC_ASSIGN_OR_RETURN(size_t n, store_->get_range(req, out.first(want)));
+  LC_ASSIGN_OR_RETURN(size_t n, store_->get_range(req, out.first(from_store)));
   bytes_fetched_.fetch_add(n);
-  if (n != want)
+  if (n != from_store)
     return Status(ErrorCode::kUnavailable, describe() + ": short read at " + std::to_string(offset) + ": " + std::to_string(n) + " of " +
-                                               std::to_string(want) + " bytes");
-  return n;
+                                               std::to_string(from_store) + " bytes");
+  return want;
 }
 
 Result<size_t> ObjectByteSource::read_at(uint64_t offset, std::span<std::byte> out) const { return fetch(offset, out); }

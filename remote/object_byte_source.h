@@ -41,11 +41,21 @@ class ObjectByteSource final : public ByteSource {
   // Pins to an object already known (from a list or head): no request.
   static std::shared_ptr<ObjectByteSource> from_info(std::shared_ptr<ObjectStore> store, const ObjectInfo& info,
                                                      ObjectByteSourceConfig config = {});
+  // The same, keeping `tail` (the object's last tail.size() bytes, read with its info: the
+  // lookup's get_tail) to serve reads inside it; counted as one request. kInvalidArgument when
+  // the tail is longer than the object.
+  static Result<std::shared_ptr<ObjectByteSource>> from_tail(std::shared_ptr<ObjectStore> store, const ObjectInfo& info, std::string tail,
+                                                             ObjectByteSourceConfig config = {});
 
   uint64_t size() const override { return info_.size; }
   Result<size_t> read_at(uint64_t offset, std::span<std::byte> out) const override;
   Status read_ranges(std::span<ReadRequest> requests) const override;
   std::string describe() const override { return store_->describe() + "/" + info_.key; }
+
+  // Frees the tail kept from open or from_tail (reads of it go to the store again): once the
+  // archive's index is parsed, a mount has no use for the 1 MiB it read with its lookup. Not
+  // thread-safe: call before the source is shared with other threads.
+  void release_tail() { std::string().swap(tail_); }
 
   const ObjectInfo& info() const { return info_; }
   // Figures for status lines and tests: GET requests sent and bytes they returned.
@@ -61,7 +71,7 @@ class ObjectByteSource final : public ByteSource {
   std::shared_ptr<ObjectStore> store_;
   ObjectInfo info_;
   ObjectByteSourceConfig config_;
-  std::string tail_;  // the last tail_.size() bytes of the object; immutable after open
+  std::string tail_;  // the last tail_.size() bytes of the object; immutable after open (but release_tail)
   mutable std::atomic<uint64_t> requests_{0}, bytes_fetched_{0};
 };
 

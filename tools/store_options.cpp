@@ -237,7 +237,7 @@ Result<ResolvedEntry> resolve_entry(std::shared_ptr<remote::ObjectStore> store, 
 }
 
 Result<ResolvedEntry> resolve_entry(std::shared_ptr<remote::ObjectStore> store, const KeyOptions& key,
-                                    const std::vector<std::string>& saved_paths, EntryUse use) {
+                                    const std::vector<std::string>& saved_paths, EntryUse use, uint64_t tail_bytes) {
   ResolvedEntry entry;
   entry.scope = key.scope;
   entry.primary_key = key.key;
@@ -246,8 +246,9 @@ Result<ResolvedEntry> resolve_entry(std::shared_ptr<remote::ObjectStore> store, 
   entry.saved_paths = saved_paths;
   if (!saved_paths.empty() && !key.any_paths) entry.version = remote::entry_version(saved_paths);
   LC_ASSIGN_OR_RETURN(auto resolution,
-                      remote::resolve_cache_key(*store, entry.scope, entry.primary_key, entry.restore_prefixes, entry.version));
+                      remote::resolve_cache_key(*store, entry.scope, entry.primary_key, entry.restore_prefixes, entry.version, tail_bytes));
   entry.match = std::move(resolution.match);
+  entry.tail = std::move(resolution.tail);
   if (!entry.match) {
     // Three are enough to say what happened; a key saved for many path sets is listed in `list`.
     constexpr size_t kShown = 3;

@@ -87,6 +87,9 @@ struct ResolvedEntry {
   // On a miss: what the primary key was saved for instead ("/w/a, /w/b; /w/c"), "" when it was
   // not saved at all (remote::KeyResolution::other_versions, their indexes read).
   std::string saved_for_other_paths;
+  // Asked for with tail_bytes (mount): the exact match's last bytes, read by the lookup
+  // (remote::KeyResolution::tail); empty otherwise.
+  std::string tail;
   bool cache_hit() const { return match && match->exact; }
 };
 
@@ -107,9 +110,11 @@ KeyOptions key_options_from(const ArgParser& args);
 // tail read per such entry, at most three, on the miss path only). kInvalidArgument without
 // --key. With kUse (restore, mount, reading commands) the matched entry's use is recorded
 // (ObjectStore::record_access) for least-recently-used pruning; `lookup` only looks (kLookOnly).
+// tail_bytes > 0: an exact hit is found by reading the entry's tail (ResolvedEntry::tail) instead
+// of a HEAD (remote::resolve_cache_key): what a mount reads first anyway, so it saves a request.
 enum class EntryUse { kUse, kLookOnly };
 Result<ResolvedEntry> resolve_entry(std::shared_ptr<remote::ObjectStore> store, const KeyOptions& key,
-                                    const std::vector<std::string>& saved_paths, EntryUse use = EntryUse::kUse);
+                                    const std::vector<std::string>& saved_paths, EntryUse use = EntryUse::kUse, uint64_t tail_bytes = 0);
 // The same from a command line (key_options_from, then resolve_entry).
 Result<ResolvedEntry> resolve_entry(std::shared_ptr<remote::ObjectStore> store, const ArgParser& args,
                                     const std::vector<std::string>& saved_paths, EntryUse use = EntryUse::kUse);

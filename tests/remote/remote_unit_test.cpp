@@ -287,6 +287,60 @@ TEST_CASE("ObjectByteSource merges near ranges and clips at the end", "[unit]") 
   CHECK(memory->calls(StoreOp::kGetRange) + memory->calls(StoreOp::kHead) == calls);
 }
 
+TEST_CASE("an exact key looked up with its tail: the tail comes back, and reads inside it cost nothing", "[unit]") {
+  auto memory = std::make_shared<MemoryObjectStore>();
+  const std::string v = entry_version({"/w/deps"});
+  const std::string data = test::ramp(4, 0, 3 << 20);
+  const std::string name = *entry_object_key("", "deps-1", v);
+  memory->put_bytes(name, data);
+  const uint64_t tail_bytes = 1 << 20;
+  auto r = resolve_cache_key(*memory, "", "deps-1", {}, v, tail_bytes);
+  REQUIRE(r.ok());
+  REQUIRE(r->match);
+  CHECK(r->match->exact);
+  CHECK(r->match->object.key == name);
+  CHECK(r->match->object.size == data.size());
+  CHECK(r->tail == data.substr(data.size() - tail_bytes));
+  // Without tail_bytes, as before: no tail. A miss stays a miss (the tail read's kNotFound).
+  auto plain = resolve_cache_key(*memory, "", "deps-1", {}, v);
+  REQUIRE(plain.ok());
+  CHECK(plain->tail.empty());
+  auto miss = resolve_cache_key(*memory, "", "deps-2", {}, v, tail_bytes);
+  REQUIRE(miss.ok());
+  CHECK(!miss->match);
+  CHECK(miss->tail.empty());
+  // A tail longer than the object is the whole object.
+  memory->put_bytes(*entry_object_key("", "small", v), "tiny");
+  auto small = resolve_cache_key(*memory, "", "small", {}, v, tail_bytes);
+  REQUIRE(small.ok());
+  CHECK(small->tail == "tiny");
+
+  auto src = ObjectByteSource::from_tail(memory, r->match->object, r->tail);
+  REQUIRE(src.ok());
+  CHECK((*src)->requests() == 1);  // the lookup's read
+  const uint64_t before = memory->calls(StoreOp::kGetRange);
+  std::string inside(300 << 10, '\0');
+  REQUIRE(*(*src)->read_at(data.size() - inside.size(), std::as_writable_bytes(std::span<char>(inside))) == inside.size());
+  CHECK(inside == data.substr(data.size() - inside.size()));
+  CHECK(memory->calls(StoreOp::kGetRange) == before);
+  CHECK((*src)->requests() == 1);
+  // A read reaching into the tail (an index larger than it) asks only for the bytes before it.
+  std::string across(1536 << 10, '\0');
+  const uint64_t at = data.size() - across.size();
+  REQUIRE(*(*src)->read_at(at, std::as_writable_bytes(std::span<char>(across))) == across.size());
+  CHECK(across == data.substr(at));
+  CHECK(memory->calls(StoreOp::kGetRange) == before + 1);
+  CHECK((*src)->bytes_fetched() == tail_bytes + (512 << 10));
+  // Released (a mount, once its index is parsed): the same bytes come from the store again.
+  (*src)->release_tail();
+  std::string again(1000, '\0');
+  REQUIRE(*(*src)->read_at(data.size() - again.size(), std::as_writable_bytes(std::span<char>(again))) == again.size());
+  CHECK(again == data.substr(data.size() - again.size()));
+  CHECK(memory->calls(StoreOp::kGetRange) == before + 2);
+  // A tail that cannot be the object's is refused.
+  CHECK(!ObjectByteSource::from_tail(memory, small->match->object, "longer than tiny").ok());
+}
+
 TEST_CASE("UploadSink streams into put; uncommitted means nothing published", "[unit]") {
   auto memory = std::make_shared<MemoryObjectStore>();
   std::string data = test::ramp(1, 0, 3 << 20);

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <set>
 
+#include "remote/cache_keys.h"
 #include "remote/http_object_store.h"
 #include "remote/local_dir_object_store.h"
 #include "remote/object_byte_source.h"
@@ -337,6 +338,22 @@ TEST_CASE("conformance: Swift s3api", "[swift]") {
     auto h = wrong->head("anything");
     REQUIRE(!h.ok());
     CHECK(h.error().code() == ErrorCode::kPermissionDenied);
+  }
+  SECTION("an exact key looked up with its tail costs one request") {
+    // What a mount does first (tools/cmd_mount.cpp): the suffix-range GET finds the entry as a
+    // HEAD would, and brings the seek table and index with it.
+    const std::string v = entry_version({"/w/deps"});
+    const std::string name = *entry_object_key("c", "tail-key", v);
+    const std::string data = ramp(7, 0, (1 << 20) + 4321);
+    put_string(*store, name, data);
+    const uint64_t before = store->http().requests();
+    auto r = resolve_cache_key(*store, "c", "tail-key", {}, v, 256 << 10);
+    REQUIRE(r.ok());
+    REQUIRE(r->match);
+    CHECK(store->http().requests() - before == 1);
+    CHECK(r->match->object.size == data.size());
+    CHECK(!r->match->object.etag.empty());
+    CHECK(r->tail == data.substr(data.size() - (256 << 10)));
   }
   SECTION("session tokens are signed and sent; never in errors") { session_token(env, s3_prefix("swift")); }
   SECTION("signed payloads are accepted by a server that verifies them") {
