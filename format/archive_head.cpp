@@ -36,8 +36,7 @@ class HeadedSource final : public ByteSource {
       if (!got.ok()) return got.error();
       if (*got != gap_end - gap_begin) return static_cast<size_t>(gap_begin - offset + *got);  // the object ended early
     }
-    if (offset < head_->length())
-      LC_RETURN_IF_ERROR(head_->copy(offset, out.first(std::min(end, head_->length()) - offset)));
+    if (offset < head_->length()) LC_RETURN_IF_ERROR(head_->copy(offset, out.first(std::min(end, head_->length()) - offset)));
     if (end > head_->tail_offset()) {
       const uint64_t from = std::max(offset, head_->tail_offset());
       LC_RETURN_IF_ERROR(head_->copy(from, out.subspan(from - offset, end - from)));
@@ -97,17 +96,14 @@ ArchiveHead::ArchiveHead(std::shared_ptr<const ByteSource> source, const std::ve
 
 ArchiveHead::~ArchiveHead() { threads_.clear(); }  // joins: a read in flight finishes
 
-std::shared_ptr<const ByteSource> ArchiveHead::reader_source() const {
-  return std::make_shared<HeadedSource>(shared_from_this(), source_);
-}
+std::shared_ptr<const ByteSource> ArchiveHead::reader_source() const { return std::make_shared<HeadedSource>(shared_from_this(), source_); }
 
 void ArchiveHead::read_piece(size_t i) {
   Piece& piece = states_[i];  // offset, length and the buffer's size are immutable after construction
   const uint64_t offset = piece.offset, length = piece.length;
   auto got = source_->read_at(offset, std::as_writable_bytes(std::span<char>(piece.bytes)));
   Status s;
-  if (!got.ok())
-    s = got.error().with_context("reading " + range_text(offset, length) + " of " + source_->describe());
+  if (!got.ok()) s = got.error().with_context("reading " + range_text(offset, length) + " of " + source_->describe());
   else if (*got != length)
     s = Status(ErrorCode::kCorrupt,
                source_->describe() + ": short read of " + range_text(offset, length) + " (the archive is shorter than its size)");
@@ -123,8 +119,8 @@ Status ArchiveHead::copy(uint64_t offset, std::span<std::byte> out) const {
   const bool in_tail = offset >= tail_offset_ && end <= source_->size() && end >= offset;
   if (!in_front && !in_tail)
     return Status(ErrorCode::kInvalidArgument, "bytes " + std::to_string(offset) + "+" + std::to_string(out.size()) +
-                                                   " are not in the archive head of " + std::to_string(length_) + " bytes or its tail from " +
-                                                   std::to_string(tail_offset_));
+                                                   " are not in the archive head of " + std::to_string(length_) +
+                                                   " bytes or its tail from " + std::to_string(tail_offset_));
   auto overlaps = [&](const Piece& p) { return p.offset < end && p.offset + p.length > offset; };
   {
     std::unique_lock lock(mu_);

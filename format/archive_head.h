@@ -87,7 +87,7 @@ class ArchiveHead : public std::enable_shared_from_this<ArchiveHead> {
   uint64_t tail_offset_ = 0;  // the tail: [tail_offset_, size); size when there is none
   mutable std::mutex mu_;
   mutable std::condition_variable cv_;
-  std::vector<Piece> states_;  // sized once by the constructor (threads hold their index)
+  std::vector<Piece> states_;          // sized once by the constructor (threads hold their index)
   std::vector<std::jthread> threads_;  // last: joined first on destruction
 };
 
