@@ -45,13 +45,11 @@ int extract(const ArgParser& args, std::shared_ptr<remote::ObjectStore> store, c
   if (Status s = apply_extract_transfer_options(args, config); !s.ok()) return report_error("restore", s);
   if (Status s = apply_extract_writer_option(args, config); !s.ok()) return report_error("restore", s);
   auto source = std::static_pointer_cast<remote::ObjectByteSource>(open_entry_source(store, entry.match->object));
-  // Every frame is extracted: the tail (seek table and index, with the last frames) and the first
-  // frames are read together, right away, instead of the frames a round trip or two after the
-  // tail (format/archive_head.h); the archive is opened and read through the head.
+  // Every frame is extracted: the first wave of them is read while the tail (seek table and
+  // index) is, instead of a round trip or two after it (format/archive_head.h).
   config.head = std::make_shared<format::ArchiveHead>(
-      source, format::ArchiveHead::plan(source->size(), config.max_inflight_bytes, config.concurrency, config.part_size_bytes),
-      format::ArchiveHead::tail_plan(source->size()));
-  auto reader = format::ArchiveReader::open(config.head->reader_source());
+      source, format::ArchiveHead::plan(source->size(), config.max_inflight_bytes, config.concurrency, config.part_size_bytes));
+  auto reader = format::ArchiveReader::open(source);
   if (!reader.ok()) return report_error("restore", reader.error().with_context("opening " + source->describe()));
   timeline.mark("tail");
   const auto& index = (*reader)->index();

@@ -79,65 +79,17 @@ struct Fixture {
 
 }  // namespace
 
-// Extracts fx's archive through `head` in 100 KiB parts; the tree must be the source's.
-static void extract_through(Fixture& fx, std::shared_ptr<format::ArchiveHead> head) {
-  format::ExtractConfig config;
-  config.head = std::move(head);
-  config.part_size_bytes = 100u << 10;
-  auto stats = extract_to(*fx.reader, fx.work / "out", config);
-  INFO((stats.ok() ? std::string() : stats.error().to_string()));
-  REQUIRE(stats.ok());
-  CHECK(compare_trees(fx.src / "r", fx.work / "out/r") == "");
-}
-
-TEST_CASE("ArchiveHead::plan: the auto plan's first reads, never into the tail, nothing for tiny archives", "[unit]") {
+TEST_CASE("ArchiveHead::plan: the auto plan's first wave, never into the tail, nothing for tiny archives", "[unit]") {
   CHECK(format::ArchiveHead::plan(300u << 10, 256u << 20, 0, 0).empty());
-  const uint64_t node = 32u << 20;  // about the node archive's size
-  auto p = format::ArchiveHead::plan(node, 256u << 20, 0, 0);
-  REQUIRE(p.size() == format::ArchiveHead::kAutoWaveReads);
+  auto p = format::ArchiveHead::plan(32u << 20, 256u << 20, 0, 0);  // the node archive's size
+  REQUIRE(p.size() == 8);
   for (size_t k = 1; k < p.size(); ++k) CHECK(p[k] > p[k - 1]);  // ramped
   uint64_t sum = 0;
   for (auto n : p) sum += n;
-  CHECK(sum <= node - format::ArchiveHead::tail_plan(node));
+  CHECK(sum < (32u << 20) - (256u << 10));
   auto explicit_plan = format::ArchiveHead::plan(64u << 20, 256u << 20, 2, 1u << 20);
-  REQUIRE(explicit_plan.size() == 2);  // an explicit plan: a whole wave
+  REQUIRE(explicit_plan.size() == 2);
   CHECK(explicit_plan[0] == (1u << 20));
-}
-
-TEST_CASE("ArchiveHead::tail_plan: a 24th of the archive, 256 KiB to 2 MiB, never more than the object", "[unit]") {
-  CHECK(format::ArchiveHead::tail_plan(100u << 10) == (100u << 10));
-  CHECK(format::ArchiveHead::tail_plan(1u << 20) == (256u << 10));
-  CHECK(format::ArchiveHead::tail_plan(32759883) == 32759883 / 24);  // node: holds its 929 KB index
-  CHECK(format::ArchiveHead::tail_plan(1ull << 30) == (2u << 20));
-}
-
-TEST_CASE("with a tail, the archive opens from the head's one tail read, and frames in it are not read again", "[unit]") {
-  Fixture fx;
-  const uint64_t size = fx.source->size();
-  auto head = std::make_shared<format::ArchiveHead>(fx.source, std::vector<uint64_t>{size / 4}, size / 2);
-  REQUIRE(head->tail_offset() == size - size / 2);
-  auto r = format::ArchiveReader::open(head->reader_source());
-  REQUIRE(r.ok());
-  fx.reader = std::move(r).value();
-  for (auto [off, len] : fx.source->reads()) CHECK((off == 0 || off == head->tail_offset()));  // opening read nothing itself
-  extract_through(fx, head);
-  // Besides the head's reads, only the middle was read: nothing at or past the tail's start, and
-  // nothing below the front's end.
-  for (auto [off, len] : fx.source->reads()) {
-    if (off == 0 || off == head->tail_offset()) continue;  // the head's own
-    CHECK(off >= head->length());
-    CHECK(off + len <= head->tail_offset());
-  }
-}
-
-TEST_CASE("a failed tail read fails opening with the source's error", "[unit]") {
-  Fixture fx;
-  fx.source->bad_below = UINT64_MAX;  // every read fails
-  fx.source->fail = true;
-  auto head = std::make_shared<format::ArchiveHead>(fx.source, std::vector<uint64_t>{}, 64u << 10);
-  auto r = format::ArchiveReader::open(head->reader_source());
-  REQUIRE_FALSE(r.ok());
-  CHECK(r.error().code() == ErrorCode::kUnavailable);
 }
 
 TEST_CASE("the parts a head covers are not read again, and the tree is the source's", "[unit]") {
@@ -147,7 +99,13 @@ TEST_CASE("the parts a head covers are not read again, and the tree is the sourc
   fx.open();  // while the head is read
   const uint64_t covered = head->length();
   const size_t head_reads = 3;
-  extract_through(fx, head);
+  format::ExtractConfig config;
+  config.head = head;
+  config.part_size_bytes = 100u << 10;
+  auto stats = extract_to(*fx.reader, fx.work / "out", config);
+  INFO((stats.ok() ? std::string() : stats.error().to_string()));
+  REQUIRE(stats.ok());
+  CHECK(compare_trees(fx.src / "r", fx.work / "out/r") == "");
   // Reads: the head's three, the tail, and parts from where the head ends (a part straddling it
   // reads only its rest).
   size_t below = 0;
