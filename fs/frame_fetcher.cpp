@@ -5,6 +5,7 @@
 #include <chrono>
 #include <future>
 #include <iostream>
+#include <optional>
 
 #include "format/frame_codec.h"
 #include "format/frame_source.h"
@@ -288,7 +289,14 @@ FrameFetcher::Charge FrameFetcher::charge_for(Priority priority) {
 // attempts in all, as for the store's transport errors (--retries 3).
 constexpr uint8_t kCorruptRefetches = 2;
 
-void FrameFetcher::complete(uint32_t frame, uint64_t seq, const Result<FetchedFrame>& result) {
+void FrameFetcher::complete(uint32_t frame, uint64_t seq, const Result<FetchedFrame>& fetched) {
+  // Every frame is in the index, so a source that answers "not found" lost the archive object
+  // (deleted, pruned or moved away under the mount): an I/O error for the reader, never ENOENT
+  // from read(2) on a file that is listed, or from a write that copies it up.
+  std::optional<Result<FetchedFrame>> gone;
+  if (!fetched.ok() && fetched.error().code() == ErrorCode::kNotFound)
+    gone.emplace(Status(ErrorCode::kUnavailable, "the archive is no longer readable: " + fetched.error().message()));
+  const Result<FetchedFrame>& result = gone ? *gone : fetched;
   Pending p{};
   {
     std::lock_guard lock(mu_);

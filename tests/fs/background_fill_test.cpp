@@ -12,6 +12,7 @@
 #include <chrono>
 #include <thread>
 
+#include "fs/errno_map.h"
 #include "fs/filesystem.h"
 #include "fs/fill_policy.h"
 #include "fs/local_files.h"
@@ -34,6 +35,7 @@ class GatedSource final : public ByteSource {
   std::string describe() const override { return "gated " + inner_->describe(); }
   Result<size_t> read_at(uint64_t offset, std::span<std::byte> out) const override {
     reads.fetch_add(1);
+    if (gone.load()) return Status(ErrorCode::kNotFound, "injected: no such object");
     if (delay_ms.load() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms.load()));
     bool held = false;
     {
@@ -70,6 +72,7 @@ class GatedSource final : public ByteSource {
   mutable std::atomic<uint64_t> reads{0};
   std::atomic<int> delay_ms{0};
   std::atomic<bool> held_reads_pass{false};
+  std::atomic<bool> gone{false};  // the archive object removed from the store: reads answer kNotFound
 
  private:
   std::shared_ptr<const ByteSource> inner_;
@@ -244,6 +247,17 @@ TEST_CASE("a failing fill fetch fails no read: a reader who joined it gets its o
   CHECK(r.ok());
   CHECK(m.fs->stats().read_errors == 0);
   CHECK(m.fs->stats().fetch_errors == 1);
+}
+
+TEST_CASE("a read after the archive object is gone fails as unavailable (EIO), not not-found (ENOENT)", "[unit]") {
+  Mount m;
+  m.open({}, /*with_cache=*/false);
+  m.source->gone = true;  // deleted or moved away in the store under the mount
+  auto r = m.read("t/node_modules/pkg-40/index.js");
+  REQUIRE_FALSE(r.ok());
+  INFO(r.error().to_string());
+  CHECK(r.error().code() == ErrorCode::kUnavailable);
+  CHECK(fs::errno_for(r.error()) == EIO);
 }
 
 TEST_CASE("stop_fill drops the fill not yet started: the mount's end waits for nothing queued", "[unit][concurrency]") {
