@@ -27,6 +27,7 @@ Overlay::Overlay(Filesystem& lower, EntryId root, OverlayConfig config)
   upper_ = config_.state_dir + "/upper";
   work_ = config_.state_dir + "/work";
   next_ino_ = inodes_.first_free();
+  archive_lookups_.assign(lower.index().entry_count(), 0);
   Node& r = nodes_[kRootIno];
   r.nlookup = 1;
   r.lower = root_;
@@ -70,26 +71,98 @@ uint64_t Overlay::copy_ups() const {
 
 uint64_t Overlay::lower_ino(EntryId id) const { return inodes_.inode(lower_.canonical(id)); }
 
-Result<Overlay::Node*> Overlay::node(uint64_t ino) {
-  auto it = nodes_.find(ino);
-  if (it == nodes_.end()) return Status(ErrorCode::kNotFound, "unknown inode " + std::to_string(ino));
-  return &it->second;
+bool Overlay::may_be_implicit(uint64_t ino) const {
+  if (ino == kRootIno || ino >= inodes_.first_free() || ino < 2) return false;
+  const EntryId id = inodes_.entry(ino);
+  if (id == root_) return false;  // root_ + 2 is no number the kernel gets: the root is 1
+  const format::Entry e = lower_.index().entry(id);
+  return e.type != format::EntryType::kRegular || (e.nlink <= 1 && e.link_group == id);
+}
+
+std::pair<uint64_t, std::string_view> Overlay::archive_place(uint64_t ino) const {
+  const format::Entry e = lower_.index().entry(inodes_.entry(ino));
+  // The archive's top is its own parent: an entry outside root_'s subtree gets parent 0, which
+  // path_of() reports as nameless.
+  if (e.parent == e.id) return {0, e.name};
+  return {inodes_.inode(e.parent), e.name};
+}
+
+Result<Overlay::NodeView> Overlay::node(uint64_t ino) {
+  if (auto it = nodes_.find(ino); it != nodes_.end()) {
+    Node& n = it->second;
+    return NodeView{&n, n.lower, n.links.empty() ? 0 : n.links.front().first};
+  }
+  if (!may_be_implicit(ino)) return Status(ErrorCode::kNotFound, "unknown inode " + std::to_string(ino));
+  return NodeView{nullptr, inodes_.entry(ino), archive_place(ino).first};
+}
+
+Overlay::Node& Overlay::materialize(uint64_t ino) {
+  if (auto it = nodes_.find(ino); it != nodes_.end()) return it->second;
+  Node& n = nodes_[ino];
+  if (may_be_implicit(ino)) {
+    uint32_t& count = archive_lookups_[inodes_.entry(ino)];
+    if (count > 0) {
+      auto [parent, name] = archive_place(ino);
+      n.links.emplace_back(parent, std::string(name));
+      names_[n.links.back()] = ino;
+      n.nlookup = count;
+      n.lower = inodes_.entry(ino);
+      count = 0;
+    }
+  }
+  return n;
+}
+
+std::optional<uint64_t> Overlay::known_implicit_at(uint64_t parent, std::string_view name) const {
+  EntryId dir = 0;
+  if (parent == kRootIno) dir = root_;
+  else if (may_be_implicit(parent)) dir = inodes_.entry(parent);
+  else return std::nullopt;
+  if (lower_.index().entry(dir).type != format::EntryType::kDirectory) return std::nullopt;
+  auto id = lower_.index().lookup(dir, name);
+  if (!id) return std::nullopt;
+  const uint64_t ino = inodes_.inode(*id);
+  if (!may_be_implicit(ino) || nodes_.count(ino) != 0 || archive_lookups_[*id] == 0) return std::nullopt;
+  return ino;
+}
+
+void Overlay::settle(std::unordered_map<uint64_t, Node>::iterator it) {
+  const uint64_t ino = it->first;
+  Node& n = it->second;
+  if (ino == kRootIno || !n.handles.empty()) return;
+  if (n.nlookup > 0) {
+    // Implicit again only when the archive tells everything the Node says.
+    if (!may_be_implicit(ino) || n.links.size() != 1 || n.lower != std::optional<EntryId>(inodes_.entry(ino))) return;
+    const auto [parent, name] = archive_place(ino);
+    if (n.links.front().first != parent || n.links.front().second != name) return;
+    archive_lookups_[inodes_.entry(ino)] = static_cast<uint32_t>(std::min<uint64_t>(n.nlookup, UINT32_MAX));
+  }
+  for (const auto& link : n.links) {
+    if (auto nm = names_.find(link); nm != names_.end() && nm->second == ino) names_.erase(nm);
+  }
+  nodes_.erase(it);
 }
 
 Result<std::string> Overlay::path_of(uint64_t ino) {
-  std::vector<const std::string*> parts;
+  std::vector<std::string_view> parts;
   for (int depth = 0; ino != kRootIno; ++depth) {
     auto it = nodes_.find(ino);
-    if (it == nodes_.end() || it->second.links.empty() || depth > 4096) {
-      return Status(ErrorCode::kNotFound, "inode " + std::to_string(ino) + " has no name any more");
+    const bool named = it != nodes_.end() ? !it->second.links.empty() : may_be_implicit(ino);
+    if (!named || depth > 4096) return Status(ErrorCode::kNotFound, "inode " + std::to_string(ino) + " has no name any more");
+    if (it != nodes_.end()) {
+      parts.push_back(it->second.links.front().second);
+      ino = it->second.links.front().first;
+    } else {
+      auto [parent, name] = archive_place(ino);
+      if (parent == 0) return Status(ErrorCode::kNotFound, "inode " + std::to_string(ino) + " is outside the mount");
+      parts.push_back(name);
+      ino = parent;
     }
-    parts.push_back(&it->second.links.front().second);
-    ino = it->second.links.front().first;
   }
   std::string out;
   for (auto p = parts.rbegin(); p != parts.rend(); ++p) {
     if (!out.empty()) out += '/';
-    out += **p;
+    out += *p;
   }
   return out;
 }
@@ -113,7 +186,7 @@ bool Overlay::whiteout(const std::string& rel_dir, std::string_view name) const 
 }
 
 Result<Overlay::Resolved> Overlay::resolve(uint64_t parent, std::string_view name) {
-  LC_ASSIGN_OR_RETURN(Node * pn, node(parent));
+  LC_ASSIGN_OR_RETURN(NodeView pn, node(parent));
   LC_ASSIGN_OR_RETURN(std::string dir, path_of(parent));
   Resolved r;
   if (reserved(name) || name.empty() || name == "." || name == "..") return r;
@@ -121,8 +194,8 @@ Result<Overlay::Resolved> Overlay::resolve(uint64_t parent, std::string_view nam
   // Most directories of a mounted cache are never written: when the parent has no upper
   // directory there can be no upper entry, whiteout or opaque marker in it, and one lstat
   // answers what would take three (a find over 30,000 entries pays this on every lookup).
-  if (pn->lower && no_upper_dir(parent, dir)) {
-    if (auto id = lower_.index().lookup(*pn->lower, name)) {
+  if (pn.lower && no_upper_dir(parent, dir)) {
+    if (auto id = lower_.index().lookup(*pn.lower, name)) {
       r.exists = true;
       r.lower = lower_.canonical(*id);
     }
@@ -130,8 +203,8 @@ Result<Overlay::Resolved> Overlay::resolve(uint64_t parent, std::string_view nam
   }
   // The archive entry at this path, if the parent still merges with the archive.
   std::optional<EntryId> below;
-  if (pn->lower && !opaque(dir)) {
-    if (auto id = lower_.index().lookup(*pn->lower, name)) below = lower_.canonical(*id);
+  if (pn.lower && !opaque(dir)) {
+    if (auto id = lower_.index().lookup(*pn.lower, name)) below = lower_.canonical(*id);
   }
   if (::lstat(upper_path(rel).c_str(), &r.st) == 0) {
     r.exists = r.upper = true;
@@ -190,32 +263,33 @@ Result<struct stat> Overlay::lower_stat(EntryId id, uint64_t ino) const {
 }
 
 Result<struct stat> Overlay::stat_of(uint64_t ino) {
-  LC_ASSIGN_OR_RETURN(Node * n, node(ino));
+  LC_ASSIGN_OR_RETURN(NodeView n, node(ino));
   struct stat st;
   auto rel = path_of(ino);
   if (rel.ok()) {
     // An archive file in a directory without an upper one: no lstat of upper/ needed.
-    const bool upper_absent = n->lower && !n->links.empty() && no_upper_dir_.count(n->links.front().first) != 0;
+    const bool upper_absent = n.lower && n.parent != 0 && no_upper_dir_.count(n.parent) != 0;
     if (!upper_absent && ::lstat(upper_path(*rel).c_str(), &st) == 0) {
       st.st_ino = ino;
-      if (S_ISDIR(st.st_mode) && n->lower && !opaque(*rel)) {
+      if (S_ISDIR(st.st_mode) && n.lower && !opaque(*rel)) {
         // 2 + subdirectories of the merged view, as on disk: find's leaf optimisation trusts it.
-        LC_ASSIGN_OR_RETURN(auto kids, list_at(*rel, true, n->lower));
+        LC_ASSIGN_OR_RETURN(auto kids, list_at(*rel, true, n.lower));
         st.st_nlink = 2 + static_cast<nlink_t>(
                               std::count_if(kids.begin(), kids.end(), [](const DirEntryInfo& k) { return k.type == S_IFDIR; }));
       }
       return st;
     }
-    if (n->lower) return lower_stat(*n->lower, ino);
+    if (n.lower) return lower_stat(*n.lower, ino);
   }
-  for (uint64_t h : n->handles) {  // unlinked but open: the descriptor still knows it
-    Handle& hd = *handles_.at(h);  // mu_ held: release() cannot drop it meanwhile
+  if (n.node == nullptr) return Status(ErrorCode::kNotFound, "inode " + std::to_string(ino) + " is gone");
+  for (uint64_t h : n.node->handles) {  // unlinked but open: the descriptor still knows it
+    Handle& hd = *handles_.at(h);       // mu_ held: release() cannot drop it meanwhile
     std::lock_guard lock(hd.mu);
     if (hd.fd >= 0 && ::fstat(hd.fd, &st) == 0) {
       st.st_ino = ino;
       return st;
     }
-    if (n->lower) return lower_stat(*n->lower, ino);
+    if (n.lower) return lower_stat(*n.lower, ino);
   }
   return Status(ErrorCode::kNotFound, "inode " + std::to_string(ino) + " is gone");
 }
@@ -223,20 +297,31 @@ Result<struct stat> Overlay::stat_of(uint64_t ino) {
 OverlayEntry Overlay::remember(uint64_t ino, uint64_t parent, std::string_view name, std::optional<EntryId> lower, const struct stat& st) {
   const auto key = std::make_pair(parent, std::string(name));
   if (auto it = names_.find(key); it != names_.end() && it->second != ino) drop_link(parent, name);
-  Node& n = nodes_[ino];
-  if (std::find(n.links.begin(), n.links.end(), key) == n.links.end()) n.links.push_back(key);
-  names_[key] = ino;
-  n.nlookup += 1;
-  if (lower) n.lower = lower;
   OverlayEntry e;
   e.ino = ino;
   e.st = st;
   e.st.st_ino = ino;
+  if (nodes_.count(ino) == 0 && may_be_implicit(ino) && lower == std::optional<EntryId>(inodes_.entry(ino))) {
+    const auto [archive_parent, archive_name] = archive_place(ino);
+    if (archive_parent == parent && archive_name == name) {  // the archive's own place: implicit
+      uint32_t& count = archive_lookups_[inodes_.entry(ino)];
+      if (count < UINT32_MAX) ++count;
+      return e;
+    }
+  }
+  if (auto other = known_implicit_at(parent, name); other && *other != ino) drop_link(parent, name);
+  Node& n = materialize(ino);
+  if (std::find(n.links.begin(), n.links.end(), key) == n.links.end()) n.links.push_back(key);
+  names_[key] = ino;
+  n.nlookup += 1;
+  if (lower) n.lower = lower;
   return e;
 }
 
 void Overlay::drop_link(uint64_t parent, std::string_view name) {
   const auto key = std::make_pair(parent, std::string(name));
+  // An implicit inode the kernel knows there leaves its archive place: a Node records that.
+  if (auto known = known_implicit_at(parent, name)) materialize(*known);
   auto it = names_.find(key);
   if (it == names_.end()) return;
   if (auto n = nodes_.find(it->second); n != nodes_.end()) {
@@ -262,14 +347,15 @@ void Overlay::forget(uint64_t ino, uint64_t nlookup) {
   std::lock_guard lock(mu_);
   if (ino == kRootIno) return;
   auto it = nodes_.find(ino);
-  if (it == nodes_.end()) return;
+  if (it == nodes_.end()) {
+    if (!may_be_implicit(ino)) return;
+    uint32_t& count = archive_lookups_[inodes_.entry(ino)];
+    count = nlookup >= count ? 0 : count - static_cast<uint32_t>(nlookup);
+    return;
+  }
   Node& n = it->second;
   n.nlookup = nlookup >= n.nlookup ? 0 : n.nlookup - nlookup;
-  if (n.nlookup > 0 || !n.handles.empty()) return;
-  for (const auto& link : n.links) {
-    if (auto nm = names_.find(link); nm != names_.end() && nm->second == ino) names_.erase(nm);
-  }
-  nodes_.erase(it);
+  settle(it);
 }
 
 Result<struct stat> Overlay::getattr(uint64_t ino) {
@@ -279,13 +365,13 @@ Result<struct stat> Overlay::getattr(uint64_t ino) {
 
 Result<std::string> Overlay::readlink(uint64_t ino) {
   std::lock_guard lock(mu_);
-  LC_ASSIGN_OR_RETURN(Node * n, node(ino));
+  LC_ASSIGN_OR_RETURN(NodeView n, node(ino));
   LC_ASSIGN_OR_RETURN(std::string rel, path_of(ino));
   char buf[PATH_MAX + 1];
   ssize_t len = ::readlink(upper_path(rel).c_str(), buf, PATH_MAX);
   if (len >= 0) return std::string(buf, static_cast<size_t>(len));
-  if (errno != ENOENT || !n->lower) return errno_error("readlink " + rel);
-  return lower_.readlink(*n->lower);
+  if (errno != ENOENT || !n.lower) return errno_error("readlink " + rel);
+  return lower_.readlink(*n.lower);
 }
 
 Result<std::vector<DirEntryInfo>> Overlay::list_at(const std::string& rel, bool has_upper, std::optional<EntryId> lower) {
@@ -336,12 +422,12 @@ Result<std::vector<DirEntryInfo>> Overlay::list_at(const std::string& rel, bool 
 
 Result<std::vector<DirEntryInfo>> Overlay::list(uint64_t ino) {
   std::lock_guard lock(mu_);
-  LC_ASSIGN_OR_RETURN(Node * n, node(ino));
+  LC_ASSIGN_OR_RETURN(NodeView n, node(ino));
   LC_ASSIGN_OR_RETURN(std::string rel, path_of(ino));
   struct stat st;
   const bool has_upper = ::lstat(upper_path(rel).c_str(), &st) == 0;
   if (has_upper && !S_ISDIR(st.st_mode)) return sys_error(ENOTDIR, rel);
-  std::optional<EntryId> lower = n->lower;
+  std::optional<EntryId> lower = n.lower;
   if (lower && lower_.index().entry(*lower).type != format::EntryType::kDirectory) {
     if (!has_upper) return sys_error(ENOTDIR, rel);
     lower.reset();

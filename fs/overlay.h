@@ -17,8 +17,20 @@
 // N + 2; hardlinks: the group's canonical id), and keep that number when copied up; new files
 // get numbers from InodeNumbers::first_free() on. Upper files are matched back to
 // their number by (upper inode number), kept in a map only for upper entries, so a hardlink made
-// in the upper layer shares its number. The node table holds only what the kernel looks up
-// (parent, name) pairs and lookup counts, never a descriptor: only open files hold one.
+// in the upper layer shares its number.
+// The node table (nodes_) holds a Node only for an inode whose place the archive cannot tell:
+// files and directories made in the mount, archive entries renamed, unlinked while the kernel
+// still knows them, opened (their handles), hardlinked, or looked up where the archive has them
+// no more (a copy the kernel forgot and looks up again). Every other archive inode is
+// "implicit": it sits at its archive (parent, name), its archive entry behind it, and only its
+// kernel lookup count is kept, in a flat array by entry id (archive_lookups_, 4 bytes an entry
+// whether or not it is looked up). A full read of the node fixture looks up 22,851 inodes; as
+// Nodes with their name-map entries they took ~8 MiB of the daemon's idle RSS. The rule that
+// keeps this exact: an implicit inode the kernel knows (count > 0) is always at its archive
+// place, because every change of a name (rename, unlink, rmdir, a replaced rename target, a
+// new link) and every open first turns the inode into a Node (materialize()); a Node back at its
+// archive place with nothing else to keep becomes implicit again when its last handle closes.
+// No descriptor is held for a Node either: only open files hold one.
 //
 // Copy-up: the first write, truncate, chmod/chown/utimens, xattr change, link or rename of an
 // archive file copies it to upper/ (for a truncate, only the bytes below the new size are
@@ -193,6 +205,13 @@ class Overlay {
     std::optional<EntryId> lower;   // the archive entry behind it (dirs: merged with), if any
     std::vector<uint64_t> handles;  // open handles, so copy-up can switch them to the copy
   };
+  // What node() finds for an inode: its Node, or for an implicit archive inode what the index
+  // says (its own entry behind it, its archive parent's number).
+  struct NodeView {
+    Node* node = nullptr;  // nullptr: implicit (no handles, one link: its archive place)
+    std::optional<EntryId> lower;
+    uint64_t parent = 0;  // the parent of its first name; 0 when it has none (unlinked)
+  };
   struct Handle;
   struct Resolved {
     bool exists = false;
@@ -274,7 +293,23 @@ class Overlay {
   Result<std::string> fetch_into_work(EntryId id, uint64_t size) const;
 
   // All private helpers expect mu_ held.
-  Result<Node*> node(uint64_t ino);
+  // kNotFound for an inode that is neither a Node nor an archive entry of this mount's numbering.
+  Result<NodeView> node(uint64_t ino);
+  // True when `ino` may be implicit: an archive entry's number (not the root, not a hardlinked
+  // file: a group's names are tracked in its Node).
+  bool may_be_implicit(uint64_t ino) const;
+  // The archive (parent ino, name) of a may_be_implicit() inode; the name points into the index.
+  std::pair<uint64_t, std::string_view> archive_place(uint64_t ino) const;
+  // The Node of `ino`, made if it has none: an implicit inode the kernel knows brings its
+  // archive place, count and entry along; one it does not know starts empty (no name, no count,
+  // as a fresh number would), since its archive place may not hold it any more.
+  Node& materialize(uint64_t ino);
+  // The implicit inode the kernel knows at (parent, name): the archive entry of that name in
+  // the parent's archive directory, when it has no Node and a count.
+  std::optional<uint64_t> known_implicit_at(uint64_t parent, std::string_view name) const;
+  // After a handle or kernel reference is dropped: erases a Node nobody uses, and makes a Node
+  // back at its archive place with nothing else to keep implicit again.
+  void settle(std::unordered_map<uint64_t, Node>::iterator it);
   Result<std::string> path_of(uint64_t ino);  // relative merged path, "" for the root
   std::string upper_path(const std::string& rel) const { return rel.empty() ? upper_ : upper_ + "/" + rel; }
   bool opaque(const std::string& rel) const;
@@ -335,8 +370,11 @@ class Overlay {
 
   mutable std::mutex mu_;  // guards everything below; taken before any Handle::mu
   std::unordered_map<uint64_t, Node> nodes_;
-  std::map<std::pair<uint64_t, std::string>, uint64_t> names_;  // (parent, name) -> inode, known names
-  std::unordered_map<uint64_t, uint64_t> upper_ino_;            // upper st_ino -> our inode number
+  std::map<std::pair<uint64_t, std::string>, uint64_t> names_;  // (parent, name) -> inode, Nodes' names
+  // Kernel lookup counts of implicit archive inodes, by entry id (an inode with a Node keeps its
+  // count there, and has 0 here).
+  std::vector<uint32_t> archive_lookups_;
+  std::unordered_map<uint64_t, uint64_t> upper_ino_;  // upper st_ino -> our inode number
   std::unordered_map<uint64_t, std::shared_ptr<Handle>> handles_;
   FetchSet* fetches_ = nullptr;         // the running body's copy-ups (with_copy_up's own)
   std::set<uint64_t> fetching_;         // inodes whose copy is being fetched without mu_

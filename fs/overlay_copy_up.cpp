@@ -58,26 +58,26 @@ Status Overlay::ensure_upper_dir_path(const std::string& rel, EntryId lower_id, 
 
 Status Overlay::ensure_upper_dir(uint64_t ino) {
   if (ino == kRootIno) return Status();
-  LC_ASSIGN_OR_RETURN(Node * n, node(ino));
+  LC_ASSIGN_OR_RETURN(NodeView n, node(ino));
   LC_ASSIGN_OR_RETURN(std::string rel, path_of(ino));
   struct stat st;
   if (::lstat(upper_path(rel).c_str(), &st) == 0) return S_ISDIR(st.st_mode) ? Status() : sys_error(ENOTDIR, rel);
-  if (!n->lower) return Status(ErrorCode::kNotFound, rel + " is gone");
-  const uint64_t parent = n->links.front().first;
-  const EntryId lower_id = *n->lower;
+  if (!n.lower) return Status(ErrorCode::kNotFound, rel + " is gone");
+  const uint64_t parent = n.parent;
+  const EntryId lower_id = *n.lower;
   LC_RETURN_IF_ERROR(ensure_upper_dir(parent));
   return ensure_upper_dir_path(rel, lower_id, ino);
 }
 
 Status Overlay::copy_up(uint64_t ino, std::optional<uint64_t> size_limit) {
-  LC_ASSIGN_OR_RETURN(Node * n, node(ino));
+  LC_ASSIGN_OR_RETURN(NodeView n, node(ino));
   LC_ASSIGN_OR_RETURN(std::string rel, path_of(ino));
   struct stat st;
   if (::lstat(upper_path(rel).c_str(), &st) == 0) return Status();
-  if (!n->lower) return Status(ErrorCode::kNotFound, rel + " is gone");
-  const EntryId lower_id = *n->lower;
+  if (!n.lower) return Status(ErrorCode::kNotFound, rel + " is gone");
+  const EntryId lower_id = *n.lower;
   if (lower_.index().entry(lower_id).type == format::EntryType::kDirectory) return ensure_upper_dir(ino);
-  LC_RETURN_IF_ERROR(ensure_upper_dir(n->links.front().first));
+  LC_RETURN_IF_ERROR(ensure_upper_dir(n.parent));
   return copy_up_entry(rel, lower_id, ino, size_limit);
 }
 
@@ -376,7 +376,10 @@ Status Overlay::copy_up_tree(const std::string& rel, EntryId lower_id, uint64_t 
   }
   const std::string dir = upper_path(rel);
   LC_RETURN_IF_ERROR(keeping_dir_times(dir, [&] { return make_whiteout(rel, ""); }));
-  if (auto it = nodes_.find(ino); it != nodes_.end()) it->second.lower.reset();
+  // No archive directory merges with the copy any more. An implicit directory the kernel knows
+  // below the renamed one becomes a Node to say so (its number stays the archive entry's).
+  const bool known = nodes_.count(ino) != 0 || (may_be_implicit(ino) && archive_lookups_[inodes_.entry(ino)] > 0);
+  if (known) materialize(ino).lower.reset();
   return Status();
 }
 

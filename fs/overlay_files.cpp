@@ -38,7 +38,7 @@ Result<uint64_t> Overlay::open(uint64_t ino, int flags, bool* keep_cache) {
   // bytes may reach the kernel's page cache for this inode any more.
   if ((flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC)) page_cache_gate_.cut_off(ino);
   return with_copy_up([&]() -> Result<uint64_t> {
-    LC_ASSIGN_OR_RETURN(Node * n, node(ino));
+    LC_ASSIGN_OR_RETURN(NodeView n, node(ino));
     LC_ASSIGN_OR_RETURN(struct stat st, stat_of(ino));
     if (S_ISDIR(st.st_mode)) return sys_error(EISDIR, "open of a directory");
     const bool writing = (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC);
@@ -50,13 +50,13 @@ Result<uint64_t> Overlay::open(uint64_t ino, int flags, bool* keep_cache) {
     const std::string path = upper_path(rel);
     h->fd = ::open(path.c_str(), upper_open_flags(flags));
     if (h->fd < 0) {
-      if (errno != ENOENT || !n->lower || writing) return errno_error("open " + path);
-      LC_ASSIGN_OR_RETURN(uint64_t lh, lower_.open(*n->lower, O_RDONLY));
+      if (errno != ENOENT || !n.lower || writing) return errno_error("open " + path);
+      LC_ASSIGN_OR_RETURN(uint64_t lh, lower_.open(*n.lower, O_RDONLY));
       h->lower_handle = lh;
     }
     if (keep_cache != nullptr) *keep_cache = h->lower_handle.has_value();
     const uint64_t id = next_handle_++;
-    n->handles.push_back(id);
+    materialize(ino).handles.push_back(id);  // a Node while open: copy-up switches its handles
     handles_.emplace(id, std::move(h));
     return id;
   });
@@ -167,12 +167,7 @@ void Overlay::release(uint64_t handle_id) {
     if (auto n = nodes_.find(h->ino); n != nodes_.end()) {
       auto& hs = n->second.handles;
       hs.erase(std::remove(hs.begin(), hs.end(), handle_id), hs.end());
-      if (hs.empty() && n->second.nlookup == 0 && h->ino != kRootIno) {
-        for (const auto& link : n->second.links) {
-          if (auto nm = names_.find(link); nm != names_.end() && nm->second == h->ino) names_.erase(nm);
-        }
-        nodes_.erase(n);
-      }
+      settle(n);
     }
   }
 }

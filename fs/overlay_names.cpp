@@ -35,8 +35,7 @@ Status Overlay::prepare_new_name(uint64_t parent, std::string_view name, bool* h
   if (name.size() > 255) return sys_error(ENAMETOOLONG, std::string(name));
   LC_ASSIGN_OR_RETURN(Resolved r, resolve(parent, name));
   if (r.exists) return sys_error(EEXIST, std::string(name));
-  LC_ASSIGN_OR_RETURN(Node * pn, node(parent));
-  (void)pn;
+  LC_RETURN_IF_ERROR(node(parent).status());
   LC_RETURN_IF_ERROR(ensure_upper_dir(parent));
   LC_ASSIGN_OR_RETURN(std::string dir, path_of(parent));
   *had_whiteout = whiteout(dir, name);
@@ -124,8 +123,8 @@ Status Overlay::unlink(uint64_t parent, std::string_view name) {
   if (is_dir) return sys_error(EISDIR, std::string(name));
   LC_RETURN_IF_ERROR(ensure_upper_dir(parent));
   LC_ASSIGN_OR_RETURN(std::string dir, path_of(parent));
-  LC_ASSIGN_OR_RETURN(Node * pn, node(parent));
-  const bool in_archive = pn->lower && !opaque(dir) && lower_.index().lookup(*pn->lower, name).has_value();
+  LC_ASSIGN_OR_RETURN(NodeView pn, node(parent));
+  const bool in_archive = pn.lower && !opaque(dir) && lower_.index().lookup(*pn.lower, name).has_value();
   if (r.upper) {
     const std::string path = upper_path(join(dir, name));
     if (::unlink(path.c_str()) != 0) return errno_error("unlink " + path);
@@ -147,8 +146,8 @@ Status Overlay::rmdir(uint64_t parent, std::string_view name) {
   LC_ASSIGN_OR_RETURN(auto kids, list_at(rel, r.upper, r.lower));
   if (!kids.empty()) return sys_error(ENOTEMPTY, rel);
   LC_RETURN_IF_ERROR(ensure_upper_dir(parent));
-  LC_ASSIGN_OR_RETURN(Node * pn, node(parent));
-  const bool in_archive = pn->lower && !opaque(dir) && lower_.index().lookup(*pn->lower, name).has_value();
+  LC_ASSIGN_OR_RETURN(NodeView pn, node(parent));
+  const bool in_archive = pn.lower && !opaque(dir) && lower_.index().lookup(*pn.lower, name).has_value();
   if (r.upper) {
     const std::string path = upper_path(rel);
     for (const std::string& marker : list_dir(path)) ::unlink((path + "/" + marker).c_str());
@@ -216,11 +215,13 @@ Status Overlay::rename_locked(uint64_t parent, std::string_view name, uint64_t n
   if (::rename(from.c_str(), to.c_str()) != 0) return errno_error("rename " + from + " to " + to);
   LC_RETURN_IF_ERROR(clear_whiteout(dst_dir, new_name));
   if (src_is_dir && dst_lower_dir && !opaque(dst_rel)) LC_RETURN_IF_ERROR(make_whiteout(dst_rel, ""));
-  LC_ASSIGN_OR_RETURN(Node * pn, node(parent));
-  if (pn->lower && !opaque(src_dir) && lower_.index().lookup(*pn->lower, name).has_value()) {
+  LC_ASSIGN_OR_RETURN(NodeView pn, node(parent));
+  if (pn.lower && !opaque(src_dir) && lower_.index().lookup(*pn.lower, name).has_value()) {
     LC_RETURN_IF_ERROR(make_whiteout(src_dir, name));
   }
   drop_link(new_parent, new_name);
+  // An implicit source the kernel knows leaves its archive place: its Node follows it.
+  if (known_implicit_at(parent, name) == src_ino) materialize(src_ino);
   const auto old_key = std::make_pair(parent, std::string(name));
   const auto new_key = std::make_pair(new_parent, std::string(new_name));
   names_.erase(old_key);

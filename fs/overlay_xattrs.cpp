@@ -10,7 +10,7 @@ using namespace overlay_detail;
 
 Result<std::optional<std::string>> Overlay::getxattr(uint64_t ino, std::string_view name) {
   std::lock_guard lock(mu_);
-  LC_ASSIGN_OR_RETURN(Node * n, node(ino));
+  LC_ASSIGN_OR_RETURN(NodeView n, node(ino));
   LC_ASSIGN_OR_RETURN(std::string rel, path_of(ino));
   const std::string path = upper_path(rel);
   const std::string key(name);
@@ -23,20 +23,20 @@ Result<std::optional<std::string>> Overlay::getxattr(uint64_t ino, std::string_v
     return std::optional<std::string>(std::move(value));
   }
   if (errno == ENODATA || errno == ENOTSUP) return std::optional<std::string>();
-  if (errno != ENOENT || !n->lower) return errno_error("getxattr " + rel);
-  return lower_.getxattr(*n->lower, name);
+  if (errno != ENOENT || !n.lower) return errno_error("getxattr " + rel);
+  return lower_.getxattr(*n.lower, name);
 }
 
 Result<std::vector<std::string>> Overlay::listxattr(uint64_t ino) {
   std::lock_guard lock(mu_);
-  LC_ASSIGN_OR_RETURN(Node * n, node(ino));
+  LC_ASSIGN_OR_RETURN(NodeView n, node(ino));
   LC_ASSIGN_OR_RETURN(std::string rel, path_of(ino));
   const std::string path = upper_path(rel);
   ssize_t len = ::llistxattr(path.c_str(), nullptr, 0);
   if (len < 0) {
     if (errno == ENOTSUP) return std::vector<std::string>();
-    if (errno != ENOENT || !n->lower) return errno_error("listxattr " + rel);
-    return lower_.listxattr(*n->lower);
+    if (errno != ENOENT || !n.lower) return errno_error("listxattr " + rel);
+    return lower_.listxattr(*n.lower);
   }
   std::string buf(static_cast<size_t>(len), '\0');
   len = ::llistxattr(path.c_str(), buf.data(), buf.size());
