@@ -69,6 +69,11 @@ uint64_t Overlay::copy_ups() const {
   return copy_ups_;
 }
 
+size_t Overlay::nodes_kept() const {
+  std::lock_guard lock(mu_);
+  return nodes_.size();
+}
+
 uint64_t Overlay::lower_ino(EntryId id) const { return inodes_.inode(lower_.canonical(id)); }
 
 bool Overlay::may_be_implicit(uint64_t ino) const {
@@ -92,7 +97,11 @@ Result<Overlay::NodeView> Overlay::node(uint64_t ino) {
     Node& n = it->second;
     return NodeView{&n, n.lower, n.links.empty() ? 0 : n.links.front().first};
   }
-  if (!may_be_implicit(ino)) return Status(ErrorCode::kNotFound, "unknown inode " + std::to_string(ino));
+  // An implicit inode the kernel does not know (count 0) is unknown, as a forgotten Node was: its
+  // archive place may not hold it any more (a rename or unlink while nobody knew it).
+  if (!may_be_implicit(ino) || archive_lookups_[inodes_.entry(ino)] == 0) {
+    return Status(ErrorCode::kNotFound, "unknown inode " + std::to_string(ino));
+  }
   return NodeView{nullptr, inodes_.entry(ino), archive_place(ino).first};
 }
 

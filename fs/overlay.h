@@ -188,6 +188,9 @@ class Overlay {
 
   // Files copied up so far (counts whole copies, for tests and figures).
   uint64_t copy_ups() const;
+  // Inodes that have a Node (see Identity above: the ones whose place the archive cannot tell,
+  // the root included), for tests and figures.
+  size_t nodes_kept() const;
 
   // The page-cache hand-off of a writable mount (fs/page_cache_gate.h). Archive file `file`
   // (canonical id), just decoded: when its inode still shows the archive's bytes, runs
@@ -293,7 +296,7 @@ class Overlay {
   Result<std::string> fetch_into_work(EntryId id, uint64_t size) const;
 
   // All private helpers expect mu_ held.
-  // kNotFound for an inode that is neither a Node nor an archive entry of this mount's numbering.
+  // kNotFound for an inode that is neither a Node nor an implicit inode the kernel knows.
   Result<NodeView> node(uint64_t ino);
   // True when `ino` may be implicit: an archive entry's number (not the root, not a hardlinked
   // file: a group's names are tracked in its Node).
