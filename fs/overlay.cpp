@@ -76,20 +76,15 @@ size_t Overlay::nodes_kept() const {
 
 uint64_t Overlay::lower_ino(EntryId id) const { return inodes_.inode(lower_.canonical(id)); }
 
-bool Overlay::may_be_implicit(uint64_t ino) const {
-  if (ino == kRootIno || ino >= inodes_.first_free() || ino < 2) return false;
+std::optional<Overlay::Place> Overlay::archive_place(uint64_t ino) const {
+  if (ino == kRootIno || ino >= inodes_.first_free() || ino < 2) return std::nullopt;
   const EntryId id = inodes_.entry(ino);
-  if (id == root_) return false;  // root_ + 2 is no number the kernel gets: the root is 1
+  if (id == root_) return std::nullopt;  // root_ + 2 is no number the kernel gets: the root is 1
   const format::Entry e = lower_.index().entry(id);
-  return e.type != format::EntryType::kRegular || (e.nlink <= 1 && e.link_group == id);
-}
-
-std::pair<uint64_t, std::string_view> Overlay::archive_place(uint64_t ino) const {
-  const format::Entry e = lower_.index().entry(inodes_.entry(ino));
+  if (e.type == format::EntryType::kRegular && (e.nlink > 1 || e.link_group != id)) return std::nullopt;
   // The archive's top is its own parent: an entry outside root_'s subtree gets parent 0, which
-  // path_of() reports as nameless.
-  if (e.parent == e.id) return {0, e.name};
-  return {inodes_.inode(e.parent), e.name};
+  // path_of() reports as outside the mount.
+  return Place{e.parent == e.id ? 0 : inodes_.inode(e.parent), e.name};
 }
 
 Result<Overlay::NodeView> Overlay::node(uint64_t ino) {
@@ -99,20 +94,18 @@ Result<Overlay::NodeView> Overlay::node(uint64_t ino) {
   }
   // An implicit inode the kernel does not know (count 0) is unknown, as a forgotten Node was: its
   // archive place may not hold it any more (a rename or unlink while nobody knew it).
-  if (!may_be_implicit(ino) || archive_lookups_[inodes_.entry(ino)] == 0) {
-    return Status(ErrorCode::kNotFound, "unknown inode " + std::to_string(ino));
-  }
-  return NodeView{nullptr, inodes_.entry(ino), archive_place(ino).first};
+  const auto place = archive_place(ino);
+  if (!place || archive_lookups_[inodes_.entry(ino)] == 0) return Status(ErrorCode::kNotFound, "unknown inode " + std::to_string(ino));
+  return NodeView{nullptr, inodes_.entry(ino), place->parent};
 }
 
 Overlay::Node& Overlay::materialize(uint64_t ino) {
   if (auto it = nodes_.find(ino); it != nodes_.end()) return it->second;
   Node& n = nodes_[ino];
-  if (may_be_implicit(ino)) {
+  if (const auto place = archive_place(ino)) {
     uint32_t& count = archive_lookups_[inodes_.entry(ino)];
     if (count > 0) {
-      auto [parent, name] = archive_place(ino);
-      n.links.emplace_back(parent, std::string(name));
+      n.links.emplace_back(place->parent, std::string(place->name));
       names_[n.links.back()] = ino;
       n.nlookup = count;
       n.lower = inodes_.entry(ino);
@@ -125,13 +118,13 @@ Overlay::Node& Overlay::materialize(uint64_t ino) {
 std::optional<uint64_t> Overlay::known_implicit_at(uint64_t parent, std::string_view name) const {
   EntryId dir = 0;
   if (parent == kRootIno) dir = root_;
-  else if (may_be_implicit(parent)) dir = inodes_.entry(parent);
+  else if (archive_place(parent)) dir = inodes_.entry(parent);
   else return std::nullopt;
   if (lower_.index().entry(dir).type != format::EntryType::kDirectory) return std::nullopt;
   auto id = lower_.index().lookup(dir, name);
   if (!id) return std::nullopt;
   const uint64_t ino = inodes_.inode(*id);
-  if (!may_be_implicit(ino) || nodes_.count(ino) != 0 || archive_lookups_[*id] == 0) return std::nullopt;
+  if (!archive_place(ino) || nodes_.count(ino) != 0 || archive_lookups_[*id] == 0) return std::nullopt;
   return ino;
 }
 
@@ -141,9 +134,9 @@ void Overlay::settle(std::unordered_map<uint64_t, Node>::iterator it) {
   if (ino == kRootIno || !n.handles.empty()) return;
   if (n.nlookup > 0) {
     // Implicit again only when the archive tells everything the Node says.
-    if (!may_be_implicit(ino) || n.links.size() != 1 || n.lower != std::optional<EntryId>(inodes_.entry(ino))) return;
-    const auto [parent, name] = archive_place(ino);
-    if (n.links.front().first != parent || n.links.front().second != name) return;
+    const auto place = archive_place(ino);
+    if (!place || n.links.size() != 1 || n.lower != std::optional<EntryId>(inodes_.entry(ino))) return;
+    if (n.links.front().first != place->parent || n.links.front().second != place->name) return;
     archive_lookups_[inodes_.entry(ino)] = static_cast<uint32_t>(std::min<uint64_t>(n.nlookup, UINT32_MAX));
   }
   for (const auto& link : n.links) {
@@ -155,17 +148,17 @@ void Overlay::settle(std::unordered_map<uint64_t, Node>::iterator it) {
 Result<std::string> Overlay::path_of(uint64_t ino) {
   std::vector<std::string_view> parts;
   for (int depth = 0; ino != kRootIno; ++depth) {
-    auto it = nodes_.find(ino);
-    const bool named = it != nodes_.end() ? !it->second.links.empty() : may_be_implicit(ino);
-    if (!named || depth > 4096) return Status(ErrorCode::kNotFound, "inode " + std::to_string(ino) + " has no name any more");
-    if (it != nodes_.end()) {
+    if (depth > 4096) return Status(ErrorCode::kNotFound, "inode " + std::to_string(ino) + " is nested too deep");
+    if (auto it = nodes_.find(ino); it != nodes_.end()) {
+      if (it->second.links.empty()) return Status(ErrorCode::kNotFound, "inode " + std::to_string(ino) + " has no name any more");
       parts.push_back(it->second.links.front().second);
       ino = it->second.links.front().first;
     } else {
-      auto [parent, name] = archive_place(ino);
-      if (parent == 0) return Status(ErrorCode::kNotFound, "inode " + std::to_string(ino) + " is outside the mount");
-      parts.push_back(name);
-      ino = parent;
+      const auto place = archive_place(ino);
+      if (!place) return Status(ErrorCode::kNotFound, "inode " + std::to_string(ino) + " has no name any more");
+      if (place->parent == 0) return Status(ErrorCode::kNotFound, "inode " + std::to_string(ino) + " is outside the mount");
+      parts.push_back(place->name);
+      ino = place->parent;
     }
   }
   std::string out;
@@ -310,9 +303,9 @@ OverlayEntry Overlay::remember(uint64_t ino, uint64_t parent, std::string_view n
   e.ino = ino;
   e.st = st;
   e.st.st_ino = ino;
-  if (nodes_.count(ino) == 0 && may_be_implicit(ino) && lower == std::optional<EntryId>(inodes_.entry(ino))) {
-    const auto [archive_parent, archive_name] = archive_place(ino);
-    if (archive_parent == parent && archive_name == name) {  // the archive's own place: implicit
+  if (lower == std::optional<EntryId>(inodes_.entry(ino)) && nodes_.count(ino) == 0) {
+    const auto place = archive_place(ino);
+    if (place && place->parent == parent && place->name == name) {  // the archive's own place: implicit
       uint32_t& count = archive_lookups_[inodes_.entry(ino)];
       if (count < UINT32_MAX) ++count;
       return e;
@@ -357,7 +350,7 @@ void Overlay::forget(uint64_t ino, uint64_t nlookup) {
   if (ino == kRootIno) return;
   auto it = nodes_.find(ino);
   if (it == nodes_.end()) {
-    if (!may_be_implicit(ino)) return;
+    if (!archive_place(ino)) return;
     uint32_t& count = archive_lookups_[inodes_.entry(ino)];
     count = nlookup >= count ? 0 : count - static_cast<uint32_t>(nlookup);
     return;

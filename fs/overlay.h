@@ -298,11 +298,15 @@ class Overlay {
   // All private helpers expect mu_ held.
   // kNotFound for an inode that is neither a Node nor an implicit inode the kernel knows.
   Result<NodeView> node(uint64_t ino);
-  // True when `ino` may be implicit: an archive entry's number (not the root, not a hardlinked
-  // file: a group's names are tracked in its Node).
-  bool may_be_implicit(uint64_t ino) const;
-  // The archive (parent ino, name) of a may_be_implicit() inode; the name points into the index.
-  std::pair<uint64_t, std::string_view> archive_place(uint64_t ino) const;
+  // Where the archive puts an inode: (parent ino, name), the name pointing into the index.
+  struct Place {
+    uint64_t parent = 0;  // 0: outside the mounted directory
+    std::string_view name;
+  };
+  // The archive place of `ino` when it may be implicit (an archive entry's number, not the root,
+  // not a hardlinked file: a group's names are tracked in its Node); else nullopt. One index
+  // entry read: path_of() calls it per level.
+  std::optional<Place> archive_place(uint64_t ino) const;
   // The Node of `ino`, made if it has none: an implicit inode the kernel knows brings its
   // archive place, count and entry along; one it does not know starts empty (no name, no count,
   // as a fresh number would), since its archive place may not hold it any more.

@@ -378,7 +378,7 @@ Status Overlay::copy_up_tree(const std::string& rel, EntryId lower_id, uint64_t 
   LC_RETURN_IF_ERROR(keeping_dir_times(dir, [&] { return make_whiteout(rel, ""); }));
   // No archive directory merges with the copy any more. An implicit directory the kernel knows
   // below the renamed one becomes a Node to say so (its number stays the archive entry's).
-  const bool known = nodes_.count(ino) != 0 || (may_be_implicit(ino) && archive_lookups_[inodes_.entry(ino)] > 0);
+  const bool known = nodes_.count(ino) != 0 || (archive_place(ino) && archive_lookups_[inodes_.entry(ino)] > 0);
   if (known) materialize(ino).lower.reset();
   return Status();
 }
