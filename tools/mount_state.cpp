@@ -246,6 +246,13 @@ std::string mount_summary(const fs::MountStats& s) {
       << s.frames_from_memory << " memory hits, " << s.prefetched_frames << " prefetched; " << s.files_opened << " files opened, "
       << human_bytes(s.bytes_served) << " served";
   if (s.read_errors || s.fetch_errors) out << "; " << s.read_errors << " read errors (" << s.read_timeouts << " timeouts)";
+  // The tree walk at mount (fs/tree_warmer.h): "names listed: 22851 in 2884 directories, 0.6 s".
+  if (s.warm_entries > 0) {
+    char warm[32];
+    std::snprintf(warm, sizeof(warm), "%.1f s", static_cast<double>(s.warm_ms) / 1000.0);
+    out << "; names listed: " << s.warm_entries << " in " << s.warm_directories << " directories, " << warm
+        << (s.warm_active ? " so far" : "");
+  }
   // The kernel's requests, the kinds it sent at all ("requests: lookup 120, getattr 1, ...").
   const char* sep = "; requests: ";
   for (size_t i = 0; i < s.requests.size(); ++i) {
