@@ -17,6 +17,7 @@
 
 #include "common/posix_files.h"
 #include "tools/mount_table.h"
+#include "tools/umount_ahead.h"
 
 namespace lazycache::cli {
 
@@ -192,7 +193,9 @@ bool is_stale_mount(const std::string& path) {
 
 Status unmount_path(const std::string& path, bool lazy) {
   if (geteuid() == 0) {
-    if (::umount2(path.c_str(), lazy ? MNT_DETACH : 0) == 0) return Status();
+    const int err = umount_ahead_of_teardown(path, lazy ? MNT_DETACH : 0);  // the kernel's teardown goes on behind
+    if (err == 0) return Status();
+    errno = err;
     if (errno == EBUSY) {
       return Status(ErrorCode::kPreconditionFailed, path +
                                                         " is busy: a process has a file open or its working directory below it "
