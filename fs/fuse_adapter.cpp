@@ -9,6 +9,7 @@
 
 #include <cstring>
 #include <iostream>
+#include <memory>
 #include <new>
 #include <span>
 #include <vector>
@@ -149,7 +150,8 @@ void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, bool plu
     fuse_reply_err(req, kids.error().code() == ErrorCode::kInvalidArgument ? ENOTDIR : errno_for(kids.error()));
     return;
   }
-  std::vector<char> buf(size);
+  // Not zeroed: only the first `used` bytes are sent, and the tree walk at mount lists thousands.
+  auto buf = std::make_unique_for_overwrite<char[]>(size);
   size_t used = 0;
   std::vector<EntryId> described;  // readdirplus: the entries the reply names, for note_known()
   auto add = [&](const char* name, EntryId id, bool dot, off_t next) -> bool {
@@ -166,14 +168,14 @@ void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, bool plu
         if (!ep.ok()) return true;  // skip an entry we cannot describe rather than fail the listing
         e = *ep;
       }
-      n = fuse_add_direntry_plus(req, buf.data() + used, size - used, name, &e, next);
+      n = fuse_add_direntry_plus(req, buf.get() + used, size - used, name, &e, next);
     } else {
       struct stat st;
       std::memset(&st, 0, sizeof(st));
       st.st_ino = m.to_ino(id);
       auto a = fs.getattr(id);
       st.st_mode = a.ok() ? a->mode : S_IFREG;
-      n = fuse_add_direntry(req, buf.data() + used, size - used, name, &st, next);
+      n = fuse_add_direntry(req, buf.get() + used, size - used, name, &st, next);
     }
     if (n > size - used) return false;
     used += n;
@@ -181,7 +183,7 @@ void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, bool plu
     return true;
   };
   auto reply = [&] {
-    if (fuse_reply_buf(req, buf.data(), used) != 0) return;
+    if (fuse_reply_buf(req, buf.get(), used) != 0) return;
     for (EntryId id : described) fs.note_known(id);  // late hand-off, after the reply
   };
   const EntryId parent = dir == m.config().root ? dir : fs.index().entry(dir).parent;

@@ -53,6 +53,10 @@ void for_each_field(S& s, F&& f) {
   f("memory_used_bytes", s.memory_used_bytes);
   f("memory_budget_bytes", s.memory_budget_bytes);
   f("memory_peak_bytes", s.memory_peak_bytes);
+  f("warm_entries", s.warm_entries);
+  f("warm_directories", s.warm_directories);
+  f("warm_ms", s.warm_ms);
+  f("warm_active", s.warm_active);
   for (size_t i = 0; i < kFuseRequestKinds; ++i) f(request_field_name(i), s.requests[i]);
 }
 

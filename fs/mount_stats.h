@@ -44,6 +44,11 @@ struct MountStats {
   uint64_t memory_used_bytes = 0;
   uint64_t memory_budget_bytes = 0;
   uint64_t memory_peak_bytes = 0;  // the most the budget ever had taken at once
+  // The daemon's listing of the tree at mount (fs/tree_warmer.h), summed over its mount points.
+  uint64_t warm_entries = 0;      // names listed, so in the kernel's name cache
+  uint64_t warm_directories = 0;  // directories listed
+  uint64_t warm_ms = 0;           // how long the listing took (so far, while warm_active)
+  uint64_t warm_active = 0;       // 1 while a listing runs (it holds a directory of the mount open)
   // Requests the kernel sent, per kind, summed over the daemon's mount points (the FUSE glue's
   // RequestCounts; fields "requests_lookup", "requests_getattr", ...).
   RequestSnapshot requests{};

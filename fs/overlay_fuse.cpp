@@ -7,6 +7,7 @@
 
 #include <cstring>
 #include <iostream>
+#include <memory>
 #include <new>
 #include <utility>
 #include <vector>
@@ -251,26 +252,27 @@ void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_fil
   guarded(req, [&] {
     const std::vector<DirEntryInfo>* entries = overlay_of(req).listing(fi->fh);
     if (entries == nullptr) return void(fuse_reply_err(req, EBADF));
-    std::vector<char> buf(size);
+    // Not zeroed: only the first `used` bytes are sent, and the tree walk at mount lists thousands.
+    auto buf = std::make_unique_for_overwrite<char[]>(size);
     size_t used = 0;
     auto add = [&](const char* name, uint64_t entry_ino, uint32_t type, off_t next) {
       struct stat st;
       std::memset(&st, 0, sizeof(st));
       st.st_ino = entry_ino;
       st.st_mode = type;
-      const size_t n = fuse_add_direntry(req, buf.data() + used, size - used, name, &st, next);
+      const size_t n = fuse_add_direntry(req, buf.get() + used, size - used, name, &st, next);
       if (n > size - used) return false;
       used += n;
       return true;
     };
     // Offsets: 1 after ".", 2 after "..", 3 + i after entry i.
-    if (off < 1 && !add(".", ino, S_IFDIR, 1)) return void(fuse_reply_buf(req, buf.data(), used));
-    if (off < 2 && !add("..", ino, S_IFDIR, 2)) return void(fuse_reply_buf(req, buf.data(), used));
+    if (off < 1 && !add(".", ino, S_IFDIR, 1)) return void(fuse_reply_buf(req, buf.get(), used));
+    if (off < 2 && !add("..", ino, S_IFDIR, 2)) return void(fuse_reply_buf(req, buf.get(), used));
     for (size_t i = off < 3 ? 0 : static_cast<size_t>(off) - 2; i < entries->size(); ++i) {
       const DirEntryInfo& e = (*entries)[i];
       if (!add(e.name.c_str(), e.ino, e.type, static_cast<off_t>(i + 3))) break;
     }
-    fuse_reply_buf(req, buf.data(), used);
+    fuse_reply_buf(req, buf.get(), used);
   });
 }
 
@@ -282,12 +284,13 @@ void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse
     Overlay& overlay = overlay_of(req);
     const std::vector<DirEntryInfo>* entries = overlay.listing(fi->fh);
     if (entries == nullptr) return void(fuse_reply_err(req, EBADF));
-    std::vector<char> buf(size);
+    // Not zeroed: only the first `used` bytes are sent, and the tree walk at mount lists thousands.
+    auto buf = std::make_unique_for_overwrite<char[]>(size);
     size_t used = 0;
     std::vector<uint64_t> counted;
     std::vector<uint64_t> files;  // regular files named, for the late hand-off after the reply
     auto add = [&](const char* name, fuse_entry_param& e, off_t next) {
-      const size_t n = fuse_add_direntry_plus(req, buf.data() + used, size - used, name, &e, next);
+      const size_t n = fuse_add_direntry_plus(req, buf.get() + used, size - used, name, &e, next);
       if (n > size - used) return false;
       used += n;
       return true;
@@ -300,7 +303,7 @@ void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse
       return add(name, e, next);
     };
     auto reply = [&] {
-      if (fuse_reply_buf(req, buf.data(), used) != 0) {
+      if (fuse_reply_buf(req, buf.get(), used) != 0) {
         for (uint64_t i : counted) overlay.forget(i, 1);
         return;
       }

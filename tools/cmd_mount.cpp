@@ -10,6 +10,7 @@
 #include <iostream>
 #include <mutex>
 #include <thread>
+#include <unordered_set>
 
 #include "common/posix_files.h"
 #include "format/archive.h"
@@ -20,6 +21,7 @@
 #include "fs/fuse_adapter.h"
 #include "fs/overlay.h"
 #include "fs/overlay_fuse.h"
+#include "fs/tree_warmer.h"
 #include "remote/object_byte_source.h"
 #include "tools/argv_redaction.h"
 #include "tools/base_entry.h"
@@ -294,6 +296,24 @@ std::jthread keep_access_list_current(const fs::Filesystem& filesystem) {
   });
 }
 
+// The directories of the hot list's files below `root`, relative to it, in first-open order:
+// what the tree walk lists first (fs/tree_warmer.h), so the job finds them listed.
+std::vector<std::string> hot_directories(const format::Index& index, format::EntryId root) {
+  const std::string base = index.path(root);
+  std::vector<std::string> dirs;
+  std::unordered_set<format::EntryId> seen;
+  for (format::EntryId id : index.hot_list()) {
+    const format::EntryId dir = index.entry(id).parent;
+    if (!seen.insert(dir).second) continue;
+    const std::string p = index.path(dir);
+    if (p == base) dirs.emplace_back();
+    else if (base.empty()) dirs.push_back(p);
+    else if (p.size() > base.size() && p.compare(0, base.size(), base) == 0 && p[base.size()] == '/')
+      dirs.push_back(p.substr(base.size() + 1));
+  }
+  return dirs;
+}
+
 int run_mount_command(ArgParser& args) {
   add_mount_options(args);
   int code = 0;
@@ -389,6 +409,14 @@ int run_mount(const MountOptions& o) {
   daemon->ready(kExitOk);
   redact_own_store_env();  // the store is open and recorded: /proc/PID/environ shows no secret
   std::jthread access_writer = keep_access_list_current(filesystem);
-  return serve(filesystem, mounted.mounts, src.info);
+  // Now that the mount serves and the command has returned: the job's lookups start meanwhile.
+  std::vector<std::unique_ptr<fs::TreeWarmer>> warmers;
+  if (o.warm_names > 0) {
+    for (const auto& m : mounted.mounts) {
+      warmers.push_back(
+          std::make_unique<fs::TreeWarmer>(m->mountpoint(), o.warm_names, hot_directories(filesystem.index(), m->config().root)));
+    }
+  }
+  return serve(filesystem, mounted.mounts, warmers, src.info);
 }
 }  // namespace lazycache::cli

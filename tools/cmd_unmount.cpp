@@ -62,6 +62,29 @@ void report_unmount_failure(const std::string& path, const Status& s, bool was_s
   std::cerr << "; " << busy_advice(path) << "\n";
 }
 
+// unmount_path(), and when it fails because the mount's own daemon holds a directory open (its
+// tree walk right after the mount, fs/tree_warmer.h), the walk is asked to end and the unmount
+// tried again for up to 2 s. Any other holder's EBUSY is returned at once.
+Status unmount_ending_walk(const std::string& path, bool lazy, const std::optional<DaemonState>& daemon) {
+  Status s = unmount_path(path, lazy);
+  if (s.ok() || lazy || !daemon || s.code() != ErrorCode::kPreconditionFailed) return s;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  bool asked = false;
+  while (std::chrono::steady_clock::now() < deadline) {
+    for (const MountHolder& h : find_mount_holders(path)) {
+      if (h.pid != daemon->pid) return s;
+    }
+    if (!asked) {
+      ::kill(daemon->pid, kStopTreeWarmSignal);
+      asked = true;
+    }
+    ::usleep(2000);
+    s = unmount_path(path, false);
+    if (s.ok() || s.code() != ErrorCode::kPreconditionFailed) return s;
+  }
+  return s;
+}
+
 int run_unmount(ArgParser& args) {
   args.flag("all",
             "unmount every mount started with this run directory ($LAZYCACHE_RUN_DIR, else /run/lazycache as "
@@ -107,7 +130,7 @@ int run_unmount(ArgParser& args) {
       gone.push_back(path);
       continue;
     }
-    Status s = unmount_path(path, args.has("lazy"));
+    Status s = unmount_ending_walk(path, args.has("lazy"), daemon);
     if (!s.ok()) {
       rc = kExitFailure;
       report_unmount_failure(path, s, contains(saved.done, path));

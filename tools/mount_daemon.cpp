@@ -45,6 +45,7 @@ sigset_t stop_signals() {
   sigset_t set = interrupt_signals();
   sigaddset(&set, SIGUSR1);  // "write your figures now" (status, unmount)
   sigaddset(&set, kMountEndedSignal);
+  sigaddset(&set, kStopTreeWarmSignal);
   return set;
 }
 
@@ -245,7 +246,8 @@ void Daemonizer::ready(int exit_code) {
   if (exit_code != kExitOk) std::_Exit(exit_code);
 }
 
-int serve(fs::Filesystem& filesystem, std::vector<std::unique_ptr<fs::FuseMount>>& mounts, const ServeInfo& info) {
+int serve(fs::Filesystem& filesystem, std::vector<std::unique_ptr<fs::FuseMount>>& mounts,
+          std::vector<std::unique_ptr<fs::TreeWarmer>>& warmers, const ServeInfo& info) {
   DaemonState state;
   state.pid = ::getpid();
   state.start_ticks = process_start_ticks(state.pid).value_or(0);
@@ -260,6 +262,13 @@ int serve(fs::Filesystem& filesystem, std::vector<std::unique_ptr<fs::FuseMount>
     for (const auto& m : mounts) {
       const fs::RequestSnapshot r = m->requests();
       for (size_t i = 0; i < r.size(); ++i) state.stats.requests[i] += r[i];
+    }
+    for (const auto& w : warmers) {
+      const fs::TreeWarmStats t = w->stats();
+      state.stats.warm_entries += t.entries;
+      state.stats.warm_directories += t.directories;
+      state.stats.warm_ms = std::max(state.stats.warm_ms, t.elapsed_ms);
+      if (t.active) state.stats.warm_active = 1;
     }
     Status s = write_run_file(base + ".state", state.to_text());
     if (!s.ok()) std::cerr << "lazycache: cannot write mount state: " << s.to_string() << "\n";
@@ -289,9 +298,16 @@ int serve(fs::Filesystem& filesystem, std::vector<std::unique_ptr<fs::FuseMount>
     timespec wait{0, 500 * 1000 * 1000};
     siginfo_t si;
     int sig = ::sigtimedwait(&set, &si, &wait);
-    if (sig > 0 && sig != SIGUSR1 && sig != kMountEndedSignal && !stopping) {
+    // An unmount found the walk's directory open (EBUSY): end the walk, the unmount tries again.
+    if (sig == kStopTreeWarmSignal) {
+      for (auto& w : warmers) w->request_stop();
+    }
+    if (sig > 0 && sig != SIGUSR1 && sig != kMountEndedSignal && sig != kStopTreeWarmSignal && !stopping) {
       std::cerr << "lazycache: signal " << sig << ": unmounting\n";
       stopping = true;
+      // The walks first, while the mounts still answer their requests.
+      for (auto& w : warmers) w->request_stop();
+      for (auto& w : warmers) w->join();
       for (auto& m : mounts) m->stop();
     }
     // A refresh (status, unmount --save) gets the access list as of now, before the state's
@@ -304,6 +320,7 @@ int serve(fs::Filesystem& filesystem, std::vector<std::unique_ptr<fs::FuseMount>
   // not yet started is dropped now, so exiting waits at most for the fill runs in flight.
   filesystem.stop_fill();
   waiters.clear();
+  warmers.clear();  // a walk still going gets ENOTCONN from the ended mount and stops
   write_access(base + ".access");
   state.stopped = true;
   write_state();

@@ -21,6 +21,8 @@
 #include "common/status.h"
 #include "fs/filesystem.h"
 #include "fs/fuse_adapter.h"
+#include "fs/tree_warmer.h"
+#include "tools/mount_state.h"
 
 namespace lazycache::cli {
 
@@ -85,6 +87,9 @@ struct ServeInfo {
 // SIGINT/SIGTERM/SIGHUP, which detach them all). Rewrites the state file every 500 ms, at once on
 // SIGUSR1, and once more, marked stopped, as soon as the last mount has ended (a mount's end
 // raises SIGUSR2 in the daemon, which wakes the wait), with the access order. Returns the exit code.
-int serve(fs::Filesystem& filesystem, std::vector<std::unique_ptr<fs::FuseMount>>& mounts, const ServeInfo& info);
+// `warmers` list the mounts' trees (fs/tree_warmer.h): kStopTreeWarmSignal ends them, and so does
+// a stop signal, before the mounts are detached; their figures are part of the state file's.
+int serve(fs::Filesystem& filesystem, std::vector<std::unique_ptr<fs::FuseMount>>& mounts,
+          std::vector<std::unique_ptr<fs::TreeWarmer>>& warmers, const ServeInfo& info);
 
 }  // namespace lazycache::cli

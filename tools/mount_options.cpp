@@ -55,6 +55,11 @@ Result<MountOptions> parse_fields(const ArgParser& args) {
     if (!cap.ok()) return invalid("--fill: expected auto, all, none or a size like 512M, got '" + args.get("fill") + "'");
     o.fill = fs::FillPolicy{fs::FillPolicy::Mode::kBytes, *cap};
   }
+  if (args.get("warm-names") != "off") {
+    auto names = args.get_int("warm-names");
+    if (!names.ok() || *names < 0) return invalid("--warm-names: expected a count or off, got '" + args.get("warm-names") + "'");
+    o.warm_names = static_cast<uint64_t>(*names);
+  }
   o.cache_dir = args.has("cache-dir") ? args.get("cache-dir") : fs::ChunkCache::default_dir();
   if (args.has("upper-dir")) o.upper_dir = absolute_path(args.get("upper-dir"));
   return o;
@@ -76,6 +81,10 @@ void add_mount_options(ArgParser& args) {
               "when it is small against the cache (auto: at most a quarter of --cache-size and 1G), all of it, "
               "nothing, or at most SIZE compressed bytes",
               "auto");
+  args.option("warm-names", "N|off",
+              "list up to N names of the tree into the kernel's name cache right after the mount, beside the job, so its "
+              "first lookups need no round trip to the daemon (off: none)",
+              "100000");
   args.option("cache-dir", "DIR",
               "local chunk cache (default: $LAZYCACHE_CACHE_DIR, ~/.cache/lazycache/chunks, "
               "/var/cache/lazycache/chunks as root)");

@@ -41,6 +41,7 @@ struct MountOptions {
   int fetch_threads = 0;             // --fetch-threads, 1..256
   uint64_t read_timeout_ms = 0;      // --read-timeout (seconds on the command line, at least 1)
   std::string upper_dir;             // --upper-dir, absolute; "": next to the chunk cache, named by the daemon's pid
+  uint64_t warm_names = 0;           // --warm-names: names listed into the kernel at mount (fs/tree_warmer.h); 0: none
 
   // A store entry mounted writable: an overlay per mount point and a save record.
   bool writable_mount() const { return !read_only && (archive.empty() || writable); }

@@ -20,6 +20,7 @@
 
 #include <sys/types.h>
 
+#include <csignal>
 #include <optional>
 #include <string>
 #include <vector>
@@ -29,6 +30,11 @@
 #include "fs/mount_stats.h"
 
 namespace lazycache::cli {
+
+// Sent by `lazycache unmount` to a daemon whose tree walk (fs/tree_warmer.h) keeps the mount busy:
+// "end the walk". SIGURG: its default action is to ignore it, so a daemon that predates it, or
+// any process a stale pid now names, is not killed by it.
+inline constexpr int kStopTreeWarmSignal = SIGURG;
 
 std::string run_dir();
 

@@ -197,6 +197,9 @@ bool report_busy(const Group& g) {
   for (const SaveRecord& r : g.records) {
     if (r.pid <= 0) continue;  // a miss: a plain directory, nothing to unmount
     auto holders = find_mount_holders(r.path);
+    // The daemon's own tree walk (fs/tree_warmer.h) is no user of the mount: the unmount after
+    // the save ends it.
+    std::erase_if(holders, [&r](const MountHolder& h) { return h.pid == r.pid; });
     if (holders.empty()) continue;
     busy = true;
     std::cerr << "lazycache unmount: " << r.path << " is busy (" << describe_holders(holders) << "); nothing was saved and it "

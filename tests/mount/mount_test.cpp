@@ -297,3 +297,90 @@ TEST_CASE("several saved paths of one archive mount at once; --all unmounts them
   CHECK_FALSE(is_lazycache_mount_path(a));
   CHECK_FALSE(is_lazycache_mount_path(b));
 }
+
+namespace {
+
+// Waits (up to a minute: a loaded machine) for the daemon's tree walk to end; its figures then.
+void wait_walk_done(const std::string& mnt) {
+  for (int i = 0; i < 600 && status_number(mnt, "warm_active") != 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  REQUIRE(status_number(mnt, "warm_active") == 0);
+}
+
+}  // namespace
+
+TEST_CASE("the daemon lists the tree at mount: a job's first lookups are name-cache hits; --warm-names caps it, off skips it", "[fuse]") {
+  // fs/tree_warmer.h: READDIRPLUS replies put every entry in the kernel's name cache (entry
+  // timeout a day), so stat-ing every path afterwards sends no LOOKUP. Without the walk each
+  // file's first stat is one.
+  if (!fuse_available()) return;
+  MountEnv env;
+  TempDir dir;
+  make_node_like_tree(dir / "t", 60);
+  const std::string archive = pack(dir);
+  const std::string mnt = dir / "mnt";
+  const std::string src = dir / "t";
+  const long long entries = std::stoll(run("cd " + quote(src) + " && find . -mindepth 1 | wc -l").out);
+  const long long dirs = std::stoll(run("cd " + quote(src) + " && find . -type d | wc -l").out);
+  const long long files = std::stoll(run("cd " + quote(src) + " && find . -type f | wc -l").out);
+  // Every path of the tree, stat-ed by name through the mount (no listing: a job opening by path).
+  const std::string stat_all = "cd " + quote(src) + " && find . -mindepth 1 -printf '%P\\n' | (cd " + quote(mnt) +
+                               " && xargs -d '\\n' stat -c %s > /dev/null)";
+  {
+    MountGuard guard(mnt);
+    mount_archive(archive, mnt, "--fill none");  // the background fill reads data frames by design
+    wait_walk_done(mnt);
+    CHECK(status_number(mnt, "warm_entries") == entries);
+    CHECK(status_number(mnt, "warm_directories") == dirs);
+    CHECK(status_number(mnt, "store_range_reads") == 0);  // names only: no data was fetched
+    const long long lookups = status_number(mnt, "requests_lookup");
+    REQUIRE(run(stat_all).exit_code == 0);
+    INFO("lookups before " << lookups << ", after " << status_number(mnt, "requests_lookup"));
+    CHECK(status_number(mnt, "requests_lookup") - lookups < files / 20);
+    CHECK(run(cli() + " unmount " + quote(mnt)).exit_code == 0);
+  }
+  {
+    MountGuard guard(mnt);
+    mount_archive(archive, mnt, "--warm-names off");
+    CHECK(status_number(mnt, "warm_entries") == 0);
+    CHECK(status_number(mnt, "requests_opendir") == 0);
+    const long long lookups = status_number(mnt, "requests_lookup");
+    REQUIRE(run(stat_all).exit_code == 0);
+    CHECK(status_number(mnt, "requests_lookup") - lookups >= files);
+    CHECK(run(cli() + " unmount " + quote(mnt)).exit_code == 0);
+  }
+  MountGuard guard(mnt);
+  mount_archive(archive, mnt, "--warm-names 40");
+  wait_walk_done(mnt);
+  CHECK(status_number(mnt, "warm_entries") >= 40);
+  CHECK(status_number(mnt, "warm_entries") < entries);
+  CHECK(run(cli() + " mount --warm-names -3 --archive " + quote(archive) + " " + quote(dir / "mnt2")).exit_code == 2);
+}
+
+TEST_CASE("unmount right after the mount, while the daemon still lists the tree, succeeds at once", "[fuse]") {
+  // The walk holds a directory of the mount open, so umount(2) says EBUSY: unmount must end the
+  // walk (kStopTreeWarmSignal) and try again, and never report the daemon itself as a holder.
+  if (!fuse_available()) return;
+  MountEnv env;
+  TempDir dir;
+  const std::string src = dir / "t";
+  ::mkdir(src.c_str(), 0755);
+  for (int i = 0; i < 100; ++i) {  // 10,000 directories: a walk of seconds
+    const std::string d = src + "/d" + std::to_string(i);
+    ::mkdir(d.c_str(), 0755);
+    for (int j = 0; j < 100; ++j) ::mkdir((d + "/e" + std::to_string(j)).c_str(), 0755);
+  }
+  write_file(src + "/d7/e7/file", "x\n");
+  const std::string archive = pack(dir);
+  const std::string mnt = dir / "mnt";
+  for (int round = 0; round < 3; ++round) {
+    MountGuard guard(mnt);
+    mount_archive(archive, mnt);
+    const bool walking = status_number(mnt, "warm_active") == 1;
+    if (!walking) WARN("round " << round << ": the walk had already ended before the unmount (a fast machine)");
+    CommandResult u = run(cli() + " unmount " + quote(mnt));
+    INFO("round " << round << ": " << u.out);
+    CHECK(u.exit_code == 0);
+    CHECK(u.out.find("busy") == std::string::npos);
+    CHECK_FALSE(is_lazycache_mount_path(mnt));
+  }
+}

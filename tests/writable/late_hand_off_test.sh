@@ -10,7 +10,8 @@
 # would be a READ.
 #
 # Nothing may list the directory first (a readdirplus reply would make B known before the
-# decode, and the decode itself would hand it off). The daemon drops its in-memory frames after
+# decode, and the decode itself would hand it off): so the mounts are made with --warm-names off,
+# the daemon's own listing of the tree (fs/tree_warmer.h). The daemon drops its in-memory frames after
 # 3 s without reads (FilesystemConfig::idle_trim_ms); if a loaded machine stalls that long between
 # reading A and opening B, B's frame is gone and nothing can be handed off late. So each mount
 # tries up to three pairs (A_i, B_i), each A_i read decoding the frame again if it went, and fails
@@ -68,7 +69,7 @@ try_pair() {  # try_pair I CASE
 check_mount() {  # check_mount CASE MOUNT-OPTIONS...
   local case=$1 i
   shift
-  "$LC" mount --key late-v1 "$@" "$P" > /dev/null
+  "$LC" mount --key late-v1 --warm-names off "$@" "$P" > /dev/null
   local ok=
   for i in 0 1 2; do
     if try_pair "$i" "$case"; then ok=1; break; fi

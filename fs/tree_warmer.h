@@ -1,0 +1,78 @@
+// SPDX-License-Identifier: MIT
+// File: fs/tree_warmer.h -- TreeWarmer: lists a freshly mounted tree through the kernel, beside
+// the job, so the kernel's name cache holds its entries before the job asks for them (issue 15).
+//
+// Why: a cold job through a FUSE mount pays a LOOKUP round trip to the daemon for every path
+// component it touches first (node's partial job: 7,150 lookups, about a third of its cold
+// overhead on a 2-core runner), and a file the kernel does not know yet when its frame is decoded
+// cannot be handed to the page cache with it (Filesystem::add_page_cache_sink), so the job later
+// reads it through the daemon. A READDIRPLUS reply makes a dentry and an inode for every entry it
+// names, valid for the mount's entry timeout (a day), and marks its files known. So one listing
+// of every directory, on a thread of the daemon and not on the job's path, turns the job's
+// lookups into name-cache hits and lets every decoded frame hand off all its files at once.
+//
+// How: first the directories `first` names (the learned hot list's, in the order the last job
+// opened their files: the job about to run opens them in that order again), then breadth first
+// from the mount point, skipping those; one directory open at a time (by its path below the mount
+// point: its parent was listed before, so resolving it sends nothing), getdents64 into a 64 KiB
+// buffer, until every directory was listed or `max_entries` names were. It opens no file and
+// reads no data: nothing is fetched, and the learned access order sees nothing.
+//
+// A descriptor open under the mount point makes umount(2) fail with EBUSY while it is held, so
+// `lazycache unmount` asks the daemon to stop the walk (tools/mount_daemon.h) and tries again;
+// request_stop() ends it after the directory being listed. A directory that is no longer on the
+// mount (it was unmounted, so the path leads to what lies below) ends the walk too.
+// Thread-safe: stats() and request_stop() may be called from any thread.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace lazycache::fs {
+
+struct TreeWarmStats {
+  uint64_t entries = 0;      // names listed (not "." and "..")
+  uint64_t directories = 0;  // directories listed
+  uint64_t elapsed_ms = 0;   // from the start to the end of the walk, or until now while it runs
+  bool active = false;       // still walking
+};
+
+class TreeWarmer {
+ public:
+  // Starts walking `mountpoint` (absolute) on a thread of its own, `first` (paths below it, ""
+  // for itself) before the rest. max_entries 0: nothing is walked.
+  TreeWarmer(std::string mountpoint, uint64_t max_entries, std::vector<std::string> first = {});
+  // Stops the walk and joins the thread.
+  ~TreeWarmer();
+  TreeWarmer(const TreeWarmer&) = delete;
+  TreeWarmer& operator=(const TreeWarmer&) = delete;
+
+  // Ends the walk after the directory being listed; returns at once.
+  void request_stop() { thread_.request_stop(); }
+  // Waits for the walk to end.
+  void join();
+  TreeWarmStats stats() const;
+
+ private:
+  void walk(std::stop_token stop);
+  // Lists directory `rel` (below the mount point); its subdirectories go to `subdirs`. False when
+  // the walk must end (the mount is gone); a directory the job removed meanwhile is skipped.
+  bool list(const std::string& rel, std::vector<std::string>& subdirs, const std::stop_token& stop);
+
+  const std::string mountpoint_;
+  const uint64_t max_entries_;
+  const std::vector<std::string> first_;
+  dev_t device_ = 0;  // the mount's, from the walk's start
+  std::vector<char> buf_;
+  std::atomic<uint64_t> entries_{0}, directories_{0}, elapsed_ms_{0};
+  std::atomic<bool> active_{true};
+  const int64_t started_ms_;
+  std::jthread thread_;  // last: it runs walk(), which uses the members above
+};
+
+}  // namespace lazycache::fs

@@ -1,0 +1,85 @@
+// SPDX-License-Identifier: MIT
+// TreeWarmer (fs/tree_warmer.h) on a plain directory tree: it lists every name once, the hot
+// directories first without listing them twice, stops at its cap, and ends at once when asked.
+// (That the listing puts the names in a FUSE mount's name cache is tests/mount/mount_test.cpp's.)
+#include <catch2/catch.hpp>
+
+#include <sys/stat.h>
+
+#include <chrono>
+#include <string>
+#include <thread>
+
+#include "fs/tree_warmer.h"
+#include "fs_test_util.h"
+
+using namespace lazycache;
+using namespace lazycache::testing;
+
+namespace {
+
+fs::TreeWarmStats walk_to_end(fs::TreeWarmer& w) {
+  w.join();
+  return w.stats();
+}
+
+// d0..d{n-1}, each with files f0..f4 and an empty subdirectory "sub": n * 7 names, 2n + 1 directories.
+void make_tree(const std::string& root, int n) {
+  ::mkdir(root.c_str(), 0755);
+  for (int i = 0; i < n; ++i) {
+    const std::string d = root + "/d" + std::to_string(i);
+    ::mkdir(d.c_str(), 0755);
+    ::mkdir((d + "/sub").c_str(), 0755);
+    for (int f = 0; f < 5; ++f) write_file(d + "/f" + std::to_string(f), "x");
+  }
+}
+
+}  // namespace
+
+TEST_CASE("the tree walk lists every name and directory once, hot directories first included", "[fs][warm]") {
+  TempDir dir;
+  const std::string root = dir / "t";
+  make_tree(root, 30);
+  {
+    fs::TreeWarmer w(root, 1000000);
+    const fs::TreeWarmStats s = walk_to_end(w);
+    CHECK_FALSE(s.active);
+    CHECK(s.entries == 30 * 7);
+    CHECK(s.directories == 2 * 30 + 1);
+  }
+  {
+    // Hot directories (and a repeat, the root and a missing one) are listed once each.
+    fs::TreeWarmer w(root, 1000000, {"d7", "d7/sub", "d3", "d7", "", "gone"});
+    const fs::TreeWarmStats s = walk_to_end(w);
+    CHECK(s.entries == 30 * 7);
+    CHECK(s.directories == 2 * 30 + 1);
+  }
+}
+
+TEST_CASE("the tree walk stops at its cap, and at once when asked", "[fs][warm]") {
+  TempDir dir;
+  const std::string root = dir / "t";
+  make_tree(root, 30);
+  {
+    fs::TreeWarmer w(root, 20);
+    const fs::TreeWarmStats s = walk_to_end(w);
+    CHECK(s.entries >= 20);
+    CHECK(s.entries < 30 * 7);
+  }
+  {
+    fs::TreeWarmer w(root, 0);  // off
+    CHECK(walk_to_end(w).entries == 0);
+  }
+  {
+    fs::TreeWarmer w(dir / "missing", 1000);
+    CHECK(walk_to_end(w).entries == 0);
+  }
+  // A stop request ends a walk of a big tree long before its end.
+  const std::string big = dir / "big";
+  make_tree(big, 2000);
+  fs::TreeWarmer w(big, 1000000);
+  w.request_stop();
+  const fs::TreeWarmStats s = walk_to_end(w);
+  CHECK_FALSE(s.active);
+  CHECK(s.directories < 2 * 2000 + 1);
+}
