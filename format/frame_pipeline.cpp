@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <numeric>
 
 #include "format/frame_codec.h"
 #include "format/frame_source.h"
@@ -64,6 +65,9 @@ FramePipeline::FramePipeline(const ArchiveReader& reader, std::vector<uint32_t> 
       parts_(plan_fetch_parts(reader.index().frames(), frames_, plan.part_bytes, plan.ramp_parts)),
       decode_ahead_(kDecodeAheadPerDecoder * static_cast<size_t>(std::max(1, decoders))),
       max_inflight_(parts_budget(max_inflight_bytes, max_frame_bytes(reader.index()), decoders)),
+      largest_part_(
+          std::accumulate(parts_.begin(), parts_.end(), uint64_t{0}, [](uint64_t m, const FetchPart& p) { return std::max(m, p.length); })),
+      largest_frame_(max_frame_bytes(reader.index())),
       // Free buffers kept: what the budget lets be in flight anyway.
       part_buffers_(BufferPool::create(max_inflight_bytes)), frame_buffers_(BufferPool::create(max_inflight_bytes)),
       head_(std::move(head)) {
@@ -134,7 +138,7 @@ void FramePipeline::fetch_loop() {
       inflight_ += part_cost(parts_[pi]);
     }
     const FetchPart& part = parts_[pi];
-    std::shared_ptr<std::string> buf = part_buffers_->get(part.length);
+    std::shared_ptr<std::string> buf = part_buffers_->get(part.length, largest_part_);
     const auto out = std::as_writable_bytes(std::span<char>(*buf));
     uint64_t covered = 0;  // bytes of the part the head holds
     if (head_ && part.offset < head_->length()) {
@@ -175,7 +179,7 @@ void FramePipeline::decode_loop() {
       todo_.erase(todo_.begin());
     }
     const uint32_t frame = frames_[job.seq];
-    std::shared_ptr<std::string> out = frame_buffers_->get(reader_.index().frames()[frame].uncompressed_size);
+    std::shared_ptr<std::string> out = frame_buffers_->get(reader_.index().frames()[frame].uncompressed_size, largest_frame_);
     // FrameSource::read_run checked size and digest when the part came in: not again here.
     Status s = decode_digested_frame_into(reader_.index().frames()[frame], frame,
                                           std::as_bytes(std::span<const char>(job.bytes.data(), job.bytes.size())),
