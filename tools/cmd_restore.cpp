@@ -35,43 +35,36 @@ namespace {
 // (tools/fuse_probe.h; a trial mount catches containers that deny mount(2)).
 std::string fuse_unusable_reason() { return probe_fuse().reason; }
 
-// The matched entry opened for a full extract: its sources and its index.
-// Every frame is extracted, so the first wave of them is read from the moment the object is known
-// (format/archive_head.h), on a source of its own: the frames start at byte 0 whatever the index
-// says, and they are on their way while the index is parsed (or read) instead of a round trip and
-// the store's first byte after it.
+// The matched entry opened for a full extract: its source and its index.
 // Exact hit: the lookup read the entry's last kEntryTailBytes instead of a HEAD (as mount does),
 // so the index is in hand with the lookup; the tail is then dropped, so that every frame comes
 // from the store and a frame that fails its digest is read again from there (FrameSource), not
 // from a copy that a bad transfer may have spoiled. A tail that does not parse as an archive's
 // is read once more from the store for the same reason, before the entry is called corrupt.
-// Otherwise (a restore key's match, found by listing; a tail that did not parse): the archive is
-// opened from the store, its tail read while the first wave is.
+// Otherwise (a restore key's match, found by listing; a tail that did not parse): the first wave
+// of frames is read while the tail is (format/archive_head.h), instead of a round trip or two
+// after it.
 struct OpenedEntry {
-  std::shared_ptr<remote::ObjectByteSource> source;  // the reader's: the index and every frame past the head
-  std::shared_ptr<remote::ObjectByteSource> head_source;
+  std::shared_ptr<remote::ObjectByteSource> source;
   std::unique_ptr<format::ArchiveReader> reader;
-  // Range requests of the restore: the lookup's tail read (when the index came with it) and both sources' reads.
-  uint64_t requests() const { return source->requests() + (head_source != source ? head_source->requests() : 0); }
 };
 Result<OpenedEntry> open_for_extract(const std::shared_ptr<remote::ObjectStore>& store, const ResolvedEntry& entry,
                                      format::ExtractConfig& config) {
   const remote::ObjectInfo& object = entry.match->object;
   OpenedEntry out;
-  out.head_source = std::static_pointer_cast<remote::ObjectByteSource>(open_entry_source(store, object));
-  config.head = std::make_shared<format::ArchiveHead>(
-      out.head_source, format::ArchiveHead::plan(object.size, config.max_inflight_bytes, config.concurrency, config.part_size_bytes));
   if (!entry.tail.empty()) {
     LC_ASSIGN_OR_RETURN(out.source, remote::ObjectByteSource::from_tail(store, object, entry.tail));
     auto reader = format::ArchiveReader::open(out.source);
     if (reader.ok()) {
-      out.source->release_tail();  // no other thread has this source yet (the head reads through its own)
+      out.source->release_tail();  // no other thread has the source yet
       out.reader = std::move(reader).value();
       return out;
     }
     if (reader.error().code() != ErrorCode::kCorrupt) return reader.error().with_context("opening " + out.source->describe());
   }
-  out.source = out.head_source;
+  out.source = std::static_pointer_cast<remote::ObjectByteSource>(open_entry_source(store, object));
+  config.head = std::make_shared<format::ArchiveHead>(
+      out.source, format::ArchiveHead::plan(out.source->size(), config.max_inflight_bytes, config.concurrency, config.part_size_bytes));
   auto reader = format::ArchiveReader::open(out.source);
   if (!reader.ok()) return reader.error().with_context("opening " + out.source->describe());
   out.reader = std::move(reader).value();
@@ -89,9 +82,7 @@ int extract(const ArgParser& args, std::shared_ptr<remote::ObjectStore> store, c
   if (Status s = apply_extract_writer_option(args, config); !s.ok()) return report_error("restore", s);
   auto opened = open_for_extract(store, entry, config);
   if (!opened.ok()) return report_error("restore", opened.error());
-  OpenedEntry& archive = *opened;
-  auto& source = archive.source;
-  auto& reader = archive.reader;
+  auto [source, reader] = std::move(opened).value();
   timeline.mark("tail");
   const auto& index = reader->index();
   std::vector<std::string> paths;
@@ -110,11 +101,11 @@ int extract(const ArgParser& args, std::shared_ptr<remote::ObjectStore> store, c
   // What the summary needs, then everything of the archive released before the outputs: the
   // timeline's last step shows what that costs (joins, connections, buffers).
   const uint64_t entry_bytes = source->size();
-  const uint64_t requests = archive.requests();
+  const size_t requests = source->requests();
   const std::string described = store->describe();
   reader.reset();
   config.head.reset();
-  archive = OpenedEntry{};
+  source.reset();
   timeline.mark("released");
   // The outputs only now that the files are in place: a failed restore must never tell the
   // workflow cache-hit=true (steps guarded by it would be skipped over an empty directory).
