@@ -10,6 +10,11 @@
 
 namespace lazycache::format {
 
+namespace {
+// Reads of a part whose frames fail their digest (fs/frame_fetcher.cpp makes three as well).
+constexpr int kCorruptFrameAttempts = 3;
+}  // namespace
+
 uint64_t max_frame_bytes(const Index& index) {
   uint64_t m = 0;
   for (const FrameInfo& f : index.frames()) m = std::max<uint64_t>(m, f.uncompressed_size);
@@ -147,7 +152,16 @@ void FramePipeline::fetch_loop() {
     }
     // Read and checked by the one frame source (format/frame_source.h); extract has no cache.
     const FrameSource source(reader_.source(), reader_.index().frames(), no_frame_cache());
-    const RangeRead got = source.read_run(frames_[part.first], frames_[part.end - 1], out, covered);
+    RangeRead got = source.read_run(frames_[part.first], frames_[part.end - 1], out, covered);
+    // A frame that fails its digest is read again, the whole part from the source (not from the
+    // head, whose copy may be the damaged one), as the mount's fetcher does: bits flipped on the
+    // way are not the archive's fault. A damaged archive fails every attempt.
+    auto damaged = [](const RangeRead& r) {
+      return r.status.ok() &&
+             std::any_of(r.frames.begin(), r.frames.end(), [](const Status& s) { return s.code() == ErrorCode::kCorrupt; });
+    };
+    for (int attempt = 1; attempt < kCorruptFrameAttempts && damaged(got); ++attempt)
+      got = source.read_run(frames_[part.first], frames_[part.end - 1], out, 0);
     if (!got.status.ok()) return fail(got.status);
     for (const Status& s : got.frames)
       if (!s.ok()) return fail(s);
