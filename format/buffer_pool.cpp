@@ -9,7 +9,7 @@ std::shared_ptr<BufferPool> BufferPool::create(uint64_t max_free_bytes) {
   return std::shared_ptr<BufferPool>(new BufferPool(max_free_bytes));
 }
 
-std::shared_ptr<std::string> BufferPool::get(size_t size) {
+std::shared_ptr<std::string> BufferPool::get(size_t size, size_t capacity) {
   std::unique_ptr<std::string> buf;
   {
     std::lock_guard lock(mu_);
@@ -27,7 +27,10 @@ std::shared_ptr<std::string> BufferPool::get(size_t size) {
     }
     in_use_peak_ = std::max(in_use_peak_, ++in_use_);
   }
-  if (!buf) buf = std::make_unique<std::string>();
+  if (!buf) {
+    buf = std::make_unique<std::string>();
+    buf->reserve(std::max(size, capacity));
+  }
   // Within the capacity: shrinking is free, growing zero-fills only past the earlier size (frames
   // are all of one size but the last, so a recycled frame buffer is not filled at all).
   buf->resize(size);

@@ -26,8 +26,12 @@ class BufferPool : public std::enable_shared_from_this<BufferPool> {
   static std::shared_ptr<BufferPool> create(uint64_t max_free_bytes);
 
   // A buffer of exactly `size` bytes, contents unspecified. Reuses the smallest free buffer whose
-  // capacity is enough (no allocation, no zero-fill up to its earlier size).
-  std::shared_ptr<std::string> get(size_t size);
+  // capacity is enough (no allocation, no zero-fill up to its earlier size). A fresh buffer
+  // reserves max(size, `capacity`): pass the largest size the pool will be asked for (frames are
+  // cut at member boundaries, so their sizes differ by up to a quarter), or a buffer freed by a
+  // slightly smaller frame cannot serve the next one and every such get allocates and faults in
+  // a new one. Reserved bytes never written cost no memory (the pages are not touched).
+  std::shared_ptr<std::string> get(size_t size, size_t capacity = 0);
 
   // Figures for tests: buffers allocated fresh, get() calls served from the free list, and the
   // most buffers handed out and not yet dropped at any one time. allocated() also counts buffers

@@ -46,6 +46,13 @@ namespace {
 // files are about 1/14 of a 4 MiB frame of the node tree, so 8 writers still share every frame.
 constexpr size_t kBatchFiles = 32;
 constexpr uint64_t kBatchBytes = 1 << 20;
+// Decoded frames the file writers may hold at once (queued or being written), besides the
+// pipeline's decode window. 3 frames are 12+ batches, enough for every writer. Why no more: the
+// writers are the slower side, so a looser bound (it was a quarter of the memory budget, 16 frames
+// of 4 MiB) only lets the decoders run ahead into fresh buffers: 20-odd frames of node's 49 were
+// decoded into newly allocated memory, zero-filled and page-faulted in (6 % of the restore's CPU
+// by perf), where recycled buffers cost nothing.
+constexpr uint64_t kWriterFrames = 3;
 
 // atime left alone (UTIME_OMIT), mtime from the entry, floor-divided for pre-1970 times.
 void fill_mtime(const Entry& e, struct timespec ts[2]) {
@@ -745,7 +752,8 @@ Status Extractor::write_files() {
   std::unique_ptr<FileWriterPool> writers;
   const bool any_staged = std::any_of(targets_.begin(), targets_.end(), [](const Target& t) { return t.staged; });
   if (any_staged && writer_count() > 1)
-    writers = std::make_unique<FileWriterPool>(writer_count(), std::max<uint64_t>(cfg_.max_inflight_bytes / 4, 1));
+    writers = std::make_unique<FileWriterPool>(
+        writer_count(), std::max<uint64_t>(std::min(cfg_.max_inflight_bytes / 4, kWriterFrames * max_frame_bytes(idx_)), 1));
   size_t next = 0;  // next file in `files` to start
   ActiveFile af;
   std::shared_ptr<SplitFile> split;      // instead of af: a staged file spanning frames

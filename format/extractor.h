@@ -17,8 +17,8 @@
 // to first, so a file's directory exists before the file is handed over. Every writer has
 // finished, and the directories thread is joined, before hardlinks, symlinks and directory
 // metadata are made. Memory is
-// bounded by about `max_inflight_bytes` of compressed plus decoded frames, plus a quarter of it
-// of decoded frames the writers still read.
+// bounded by about `max_inflight_bytes` of compressed plus decoded frames, plus the decoded frames
+// the writers still read (3 of the largest, at most a quarter of the budget).
 //
 // Safety: every path is built from index names, which Index::parse has already checked (no '/',
 // no "." or "..", no NUL). Every directory is opened component by component with

@@ -3,11 +3,17 @@
 
 #include <algorithm>
 #include <memory>
+#include <numeric>
 
 #include "format/frame_codec.h"
 #include "format/frame_source.h"
 
 namespace lazycache::format {
+
+namespace {
+// Reads of a part whose frames fail their digest (fs/frame_fetcher.cpp makes three as well).
+constexpr int kCorruptFrameAttempts = 3;
+}  // namespace
 
 uint64_t max_frame_bytes(const Index& index) {
   uint64_t m = 0;
@@ -64,6 +70,9 @@ FramePipeline::FramePipeline(const ArchiveReader& reader, std::vector<uint32_t> 
       parts_(plan_fetch_parts(reader.index().frames(), frames_, plan.part_bytes, plan.ramp_parts)),
       decode_ahead_(kDecodeAheadPerDecoder * static_cast<size_t>(std::max(1, decoders))),
       max_inflight_(parts_budget(max_inflight_bytes, max_frame_bytes(reader.index()), decoders)),
+      largest_part_(
+          std::accumulate(parts_.begin(), parts_.end(), uint64_t{0}, [](uint64_t m, const FetchPart& p) { return std::max(m, p.length); })),
+      largest_frame_(max_frame_bytes(reader.index())),
       // Free buffers kept: what the budget lets be in flight anyway.
       part_buffers_(BufferPool::create(max_inflight_bytes)), frame_buffers_(BufferPool::create(max_inflight_bytes)),
       head_(std::move(head)) {
@@ -134,7 +143,7 @@ void FramePipeline::fetch_loop() {
       inflight_ += part_cost(parts_[pi]);
     }
     const FetchPart& part = parts_[pi];
-    std::shared_ptr<std::string> buf = part_buffers_->get(part.length);
+    std::shared_ptr<std::string> buf = part_buffers_->get(part.length, largest_part_);
     const auto out = std::as_writable_bytes(std::span<char>(*buf));
     uint64_t covered = 0;  // bytes of the part the head holds
     if (head_ && part.offset < head_->length()) {
@@ -143,7 +152,16 @@ void FramePipeline::fetch_loop() {
     }
     // Read and checked by the one frame source (format/frame_source.h); extract has no cache.
     const FrameSource source(reader_.source(), reader_.index().frames(), no_frame_cache());
-    const RangeRead got = source.read_run(frames_[part.first], frames_[part.end - 1], out, covered);
+    RangeRead got = source.read_run(frames_[part.first], frames_[part.end - 1], out, covered);
+    // A frame that fails its digest is read again, the whole part from the source (not from the
+    // head, whose copy may be the damaged one), as the mount's fetcher does: bits flipped on the
+    // way are not the archive's fault. A damaged archive fails every attempt.
+    auto damaged = [](const RangeRead& r) {
+      return r.status.ok() &&
+             std::any_of(r.frames.begin(), r.frames.end(), [](const Status& s) { return s.code() == ErrorCode::kCorrupt; });
+    };
+    for (int attempt = 1; attempt < kCorruptFrameAttempts && damaged(got); ++attempt)
+      got = source.read_run(frames_[part.first], frames_[part.end - 1], out, 0);
     if (!got.status.ok()) return fail(got.status);
     for (const Status& s : got.frames)
       if (!s.ok()) return fail(s);
@@ -175,7 +193,7 @@ void FramePipeline::decode_loop() {
       todo_.erase(todo_.begin());
     }
     const uint32_t frame = frames_[job.seq];
-    std::shared_ptr<std::string> out = frame_buffers_->get(reader_.index().frames()[frame].uncompressed_size);
+    std::shared_ptr<std::string> out = frame_buffers_->get(reader_.index().frames()[frame].uncompressed_size, largest_frame_);
     // FrameSource::read_run checked size and digest when the part came in: not again here.
     Status s = decode_digested_frame_into(reader_.index().frames()[frame], frame,
                                           std::as_bytes(std::span<const char>(job.bytes.data(), job.bytes.size())),

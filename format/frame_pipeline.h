@@ -127,6 +127,7 @@ class FramePipeline {
   const std::vector<FetchPart> parts_;
   const size_t decode_ahead_;
   const uint64_t max_inflight_;                                     // for compressed parts: parts_budget() of the caller's budget
+  const uint64_t largest_part_, largest_frame_;                     // the buffers' capacity (BufferPool::get)
   const std::shared_ptr<BufferPool> part_buffers_, frame_buffers_;  // compressed parts; decoded frames
   const std::shared_ptr<const ArchiveHead> head_;
   std::atomic<uint64_t> compressed_read_{0};

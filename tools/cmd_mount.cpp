@@ -64,15 +64,6 @@ std::string to_archive_path(const std::string& p, const std::vector<Placement>& 
   return p[0] == '/' ? p.substr(1) : p;
 }
 
-// The tail an exact key's lookup reads (remote::resolve_cache_key with tail_bytes): it finds the
-// entry as a HEAD would and brings the seek table and index with it, so a mount from a store is
-// ready after one request when they fit. 1 MiB holds the index of ~25,000 entries (~36 bytes
-// each compressed, most of it the per-file content digest: the node fixture's is 906 KiB): the
-// bench's 256 KiB needed a second round trip for node_modules-sized trees (45 ms hosted, 85 ms
-// far), while the extra 768 KiB costs ~9 ms at 700 Mbit/s and ~60 ms at 100 Mbit/s per
-// connection. A larger index costs one more read, of only the bytes before this tail.
-constexpr uint64_t kMountTailBytes = 1 << 20;
-
 // What is mounted: the archive's bytes and, for a store entry, what the outputs and the save
 // records need.
 struct MountSource {
@@ -112,7 +103,7 @@ Result<MountSource> open_matched_entry(const MountOptions& o, const std::shared_
   std::string tail = entry.tail;
   if (tail.empty() && object.size > 0) {
     // Found by listing (a restore key): the same tail in one read, pinned to the listed ETag.
-    tail.assign(std::min<uint64_t>(kMountTailBytes, object.size), '\0');
+    tail.assign(std::min<uint64_t>(kEntryTailBytes, object.size), '\0');
     auto pinned = remote::ObjectByteSource::from_info(store, object);
     auto n = pinned->read_at(object.size - tail.size(), std::as_writable_bytes(std::span<char>(tail)));
     if (!n.ok()) return n.error().with_context("reading the archive tail of " + pinned->describe());
@@ -360,7 +351,7 @@ int run_mount(const MountOptions& o) {
     if (!store.ok()) return fail(store.error());
     // What unmount --save will open, typed (tools/save_record.h), URLs redacted.
     const StoreSettings recorded = settings_for_record(o.store);
-    auto entry = resolve_entry(*store, o.key, o.paths, EntryUse::kUse, kMountTailBytes);
+    auto entry = resolve_entry(*store, o.key, o.paths, EntryUse::kUse, kEntryTailBytes);
     if (!entry.ok()) return fail(entry.error());
     if (!entry->match) {
       if (Status s = leave_plain_directories(o, *entry, (*store)->describe(), recorded); !s.ok()) return fail(s);

@@ -35,6 +35,42 @@ namespace {
 // (tools/fuse_probe.h; a trial mount catches containers that deny mount(2)).
 std::string fuse_unusable_reason() { return probe_fuse().reason; }
 
+// The matched entry opened for a full extract: its source and its index.
+// Exact hit: the lookup read the entry's last kEntryTailBytes instead of a HEAD (as mount does),
+// so the index is in hand with the lookup; the tail is then dropped, so that every frame comes
+// from the store and a frame that fails its digest is read again from there (FrameSource), not
+// from a copy that a bad transfer may have spoiled. A tail that does not parse as an archive's
+// is read once more from the store for the same reason, before the entry is called corrupt.
+// Otherwise (a restore key's match, found by listing; a tail that did not parse): the first wave
+// of frames is read while the tail is (format/archive_head.h), instead of a round trip or two
+// after it.
+struct OpenedEntry {
+  std::shared_ptr<remote::ObjectByteSource> source;
+  std::unique_ptr<format::ArchiveReader> reader;
+};
+Result<OpenedEntry> open_for_extract(const std::shared_ptr<remote::ObjectStore>& store, const ResolvedEntry& entry,
+                                     format::ExtractConfig& config) {
+  const remote::ObjectInfo& object = entry.match->object;
+  OpenedEntry out;
+  if (!entry.tail.empty()) {
+    LC_ASSIGN_OR_RETURN(out.source, remote::ObjectByteSource::from_tail(store, object, entry.tail));
+    auto reader = format::ArchiveReader::open(out.source);
+    if (reader.ok()) {
+      out.source->release_tail();  // no other thread has the source yet
+      out.reader = std::move(reader).value();
+      return out;
+    }
+    if (reader.error().code() != ErrorCode::kCorrupt) return reader.error().with_context("opening " + out.source->describe());
+  }
+  out.source = std::static_pointer_cast<remote::ObjectByteSource>(open_entry_source(store, object));
+  config.head = std::make_shared<format::ArchiveHead>(
+      out.source, format::ArchiveHead::plan(out.source->size(), config.max_inflight_bytes, config.concurrency, config.part_size_bytes));
+  auto reader = format::ArchiveReader::open(out.source);
+  if (!reader.ok()) return reader.error().with_context("opening " + out.source->describe());
+  out.reader = std::move(reader).value();
+  return out;
+}
+
 int extract(const ArgParser& args, std::shared_ptr<remote::ObjectStore> store, const ResolvedEntry& entry, int threads,
             RestoreTimeline& timeline) {
   auto start = std::chrono::steady_clock::now();
@@ -44,15 +80,11 @@ int extract(const ArgParser& args, std::shared_ptr<remote::ObjectStore> store, c
   apply_extract_owner_options(args, config);  // as `extract` does: owners too when run as root
   if (Status s = apply_extract_transfer_options(args, config); !s.ok()) return report_error("restore", s);
   if (Status s = apply_extract_writer_option(args, config); !s.ok()) return report_error("restore", s);
-  auto source = std::static_pointer_cast<remote::ObjectByteSource>(open_entry_source(store, entry.match->object));
-  // Every frame is extracted: the first wave of them is read while the tail (seek table and
-  // index) is, instead of a round trip or two after it (format/archive_head.h).
-  config.head = std::make_shared<format::ArchiveHead>(
-      source, format::ArchiveHead::plan(source->size(), config.max_inflight_bytes, config.concurrency, config.part_size_bytes));
-  auto reader = format::ArchiveReader::open(source);
-  if (!reader.ok()) return report_error("restore", reader.error().with_context("opening " + source->describe()));
+  auto opened = open_for_extract(store, entry, config);
+  if (!opened.ok()) return report_error("restore", opened.error());
+  auto [source, reader] = std::move(opened).value();
   timeline.mark("tail");
-  const auto& index = (*reader)->index();
+  const auto& index = reader->index();
   std::vector<std::string> paths;
   for (const auto& p : args.positionals()) paths.push_back(absolute_path(p));
   auto placed = format::place_roots(index, paths);  // the rule mount uses
@@ -60,7 +92,7 @@ int extract(const ArgParser& args, std::shared_ptr<remote::ObjectStore> store, c
   for (const auto& p : *placed) config.targets.push_back(format::ExtractTarget{p.root, p.path});
   Progress progress("restore", false);  // the engine reports from the calling thread
   config.progress = [&](const format::ExtractProgress& p) { progress.update(p.files_done, p.files_total, p.bytes_done, p.bytes_total); };
-  auto stats = format::extract_archive(**reader, config);
+  auto stats = format::extract_archive(*reader, config);
   progress.finish();
   if (!stats.ok()) return report_error("restore", stats.error().with_context("extracting " + source->describe()));
   timeline.mark("first_data", stats->first_data);
@@ -71,7 +103,7 @@ int extract(const ArgParser& args, std::shared_ptr<remote::ObjectStore> store, c
   const uint64_t entry_bytes = source->size();
   const size_t requests = source->requests();
   const std::string described = store->describe();
-  reader->reset();
+  reader.reset();
   config.head.reset();
   source.reset();
   timeline.mark("released");
@@ -144,7 +176,8 @@ int run_restore(ArgParser& args) {
   if (!store.ok()) return report_error("restore", store.error());
   std::vector<std::string> saved_paths;
   for (const auto& p : args.positionals()) saved_paths.push_back(absolute_path(p));
-  auto entry = resolve_entry(*store, args, saved_paths);
+  // An exact hit's lookup reads the entry's tail, index included (open_for_extract).
+  auto entry = resolve_entry(*store, key_options_from(args), saved_paths, EntryUse::kUse, kEntryTailBytes);
   if (!entry.ok()) return report_error("restore", entry.error());
   timeline.mark("lookup");
   if (!entry->match) {

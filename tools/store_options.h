@@ -11,6 +11,7 @@
 //   print_key_outputs(entry);
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -113,6 +114,14 @@ KeyOptions key_options_from(const ArgParser& args);
 // tail_bytes > 0: an exact hit is found by reading the entry's tail (ResolvedEntry::tail) instead
 // of a HEAD (remote::resolve_cache_key): what a mount reads first anyway, so it saves a request.
 enum class EntryUse { kUse, kLookOnly };
+// The tail `mount` and `restore --extract` ask resolve_entry() for: it finds the entry as a HEAD
+// would and brings the seek table and index with it, so the archive is open after one request
+// when they fit. 1 MiB holds the index of ~25,000 entries (~36 bytes each compressed, most of it
+// the per-file content digest: the node fixture's is 906 KiB): the 256 KiB ArchiveReader::open
+// reads by itself needed a second round trip for node_modules-sized trees (45 ms hosted, 85 ms
+// far), while the extra 768 KiB costs ~9 ms at 700 Mbit/s and ~60 ms at 100 Mbit/s per
+// connection. A larger index costs one more read, of only the bytes before this tail.
+inline constexpr uint64_t kEntryTailBytes = 1 << 20;
 Result<ResolvedEntry> resolve_entry(std::shared_ptr<remote::ObjectStore> store, const KeyOptions& key,
                                     const std::vector<std::string>& saved_paths, EntryUse use = EntryUse::kUse, uint64_t tail_bytes = 0);
 // The same from a command line (key_options_from, then resolve_entry).

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <utility>
@@ -34,7 +35,7 @@ class RecordingSource final : public ByteSource {
     }
     if (offset < bad_below && fail) return Status(ErrorCode::kUnavailable, "injected: store unreachable");
     auto r = inner_->read_at(offset, out);
-    if (r.ok() && offset < bad_below && corrupt && !out.empty()) out[out.size() / 2] ^= std::byte{1};
+    if (r.ok() && offset < bad_below && corrupt && !out.empty() && corrupt_reads.fetch_sub(1) != 0) out[out.size() / 2] ^= std::byte{1};
     return r;
   }
   std::string describe() const override { return "recording " + inner_->describe(); }
@@ -44,6 +45,7 @@ class RecordingSource final : public ByteSource {
   }
   uint64_t bad_below = 0;
   bool fail = false, corrupt = false;
+  mutable std::atomic<int> corrupt_reads{-1};  // with `corrupt`: how many reads are corrupted (-1: all)
 
  private:
   std::shared_ptr<const ByteSource> inner_;
@@ -134,6 +136,21 @@ TEST_CASE("head bytes are verified: a corrupted head read fails the extract and 
   auto stats = extract_with_bad_head(fx, true);
   REQUIRE_FALSE(stats.ok());
   CHECK(stats.error().code() == ErrorCode::kCorrupt);
+}
+
+TEST_CASE("a head read corrupted on the way is read again from the source: the extract succeeds", "[unit]") {
+  Fixture fx;
+  fx.source->bad_below = 1;
+  fx.source->corrupt = true;
+  fx.source->corrupt_reads = 1;  // the head's read only; the pipeline's read of the part again is good
+  auto head = std::make_shared<format::ArchiveHead>(fx.source, std::vector<uint64_t>{fx.source->size() / 4});
+  fx.open();
+  format::ExtractConfig config;
+  config.head = head;
+  auto stats = extract_to(*fx.reader, fx.work / "out", config);
+  INFO((stats.ok() ? std::string() : stats.error().to_string()));
+  REQUIRE(stats.ok());
+  CHECK(compare_trees(fx.src / "r", fx.work / "out/r") == "");
 }
 
 TEST_CASE("a failed head read fails the extract with the source's error", "[unit]") {

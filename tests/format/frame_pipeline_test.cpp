@@ -136,6 +136,21 @@ TEST_CASE("BufferPool: a dropped buffer is handed out again, the free list is bo
   CHECK(pool->in_use_peak() == 3);  // b, big1, big2 (then b, c, d)
 }
 
+TEST_CASE("BufferPool: a fresh buffer reserves the capacity asked for, so a larger request reuses it", "[unit]") {
+  auto pool = BufferPool::create(1 << 20);
+  const char* first = nullptr;
+  {
+    auto a = pool->get(900, 1000);  // a frame a little under the largest
+    CHECK(a->size() == 900);
+    first = a->data();
+  }
+  auto b = pool->get(1000, 1000);  // the largest frame: the freed buffer holds it
+  CHECK(b->size() == 1000);
+  CHECK(b->data() == first);
+  CHECK(pool->allocated() == 1);
+  CHECK(pool->reused() == 1);
+}
+
 TEST_CASE("decoded frames come in recycled buffers: a consumer that drops each frame uses a window of them", "[unit]") {
   using namespace lazycache::testing;
   TempDir src, work;
@@ -159,15 +174,14 @@ TEST_CASE("decoded frames come in recycled buffers: a consumer that drops each f
     REQUIRE(**frame == *want);
   }
   // Alive at once: the frame the consumer holds (dropped before it takes the next) and the window
-  // ahead of it, decoded or being decoded. That is the bound on buffers alive, not on buffers
-  // allocated: frames differ in size (a frame ends at a member boundary past the target), and a
-  // buffer is fresh also when every free one is too small, which depends on the order decoders
-  // finish in (the old bound on allocated() failed under load, 6 > 5).
+  // ahead of it, decoded or being decoded. Frames differ in size (a frame ends at a member
+  // boundary past the target), but every buffer is made large enough for the largest, so one is
+  // fresh only when none is free: the bound on buffers alive bounds the buffers allocated too
+  // (it did not while a buffer freed by a smaller frame could not serve a larger one: 6 > 5).
   const size_t window = FramePipeline::kDecodeAheadPerDecoder * decoders + 1;
   CHECK(pipe.frame_buffers_peak() <= window);
+  CHECK(pipe.frame_buffers_allocated() <= window);
   CHECK(pipe.frame_buffers_allocated() + pipe.frame_buffers_reused() == n);
-  // That buffers come back and are handed out again is the BufferPool test's (above): how many
-  // are reused here depends on the sizes of the frames that happen to be free.
 }
 
 // ---- decode_frame_checked_into: the seek-table checksum, by zstd's own or by a pass of XXH64 ----
