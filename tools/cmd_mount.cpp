@@ -367,6 +367,12 @@ int run_mount(const MountOptions& o) {
   // already holds are free), a local file's reads.
   auto counting = std::make_shared<CountingSource>(src.bytes);
   auto reader = format::ArchiveReader::open(counting);
+  // A lookup's tail that does not parse may be a bad transfer: read once more from the store
+  // before the entry is called corrupt (as restore --extract does).
+  if (!reader.ok() && reader.error().code() == ErrorCode::kCorrupt && src.object) {
+    src.object->release_tail();
+    reader = format::ArchiveReader::open(counting);
+  }
   if (!reader.ok()) return fail(reader.error().with_context("opening " + src.bytes->describe()));
   const uint64_t mount_reads = src.object ? src.object->requests() : counting->reads();
   if (src.object) src.object->release_tail();                          // the index is parsed; no fetch thread exists yet

@@ -11,7 +11,10 @@ must not trust it beyond the index: the frames the tail held are read again from
 frame served from the flipped copy would fail its digest twice, as the re-read got the same
 bytes), and a tail whose index does not parse is read again before the entry is called corrupt.
 Each case: exit 0 and a tree identical to the saved one. The same flip in every GET: a non-zero
-exit with a message, and no file with wrong bytes. No FUSE needed.
+exit with a message, and no file with wrong bytes.
+`mount` of the same exact key opens from its lookup's tail too (tools/cmd_mount.cpp): a tail whose
+index does not parse is read again before the mount fails, so with the flip in the lookup's read
+only, the mount serves the saved tree byte for byte. Mount cases are skipped without FUSE.
 """
 import os
 import random
@@ -61,6 +64,25 @@ def restore_case(h, url, label, rule, expect_ok, failures):
     print("%-40s exit %d %s" % (label, p.returncode, p.stderr.strip().splitlines()[-1:] if p.returncode else ""), flush=True)
 
 
+def mount_case(h, url, label, rule, failures):
+    """Mounts the exact key at the saved path with `rule` on the lookup's read; every file must
+    read back as saved, then unmount."""
+    shutil.rmtree(h.src, ignore_errors=True)
+    os.makedirs(h.src)
+    h.plan([dict({"method": "GET", "path": ".tar.zst", "requests": [h.proxy_count() + 1, None]}, **rule)] if rule else [])
+    h.mounts.append(h.src)
+    p = h.lc("mount", "--store", url, "--key", KEY, "--cache-dir", os.path.join(h.tmp, "mount-cache"), h.src, timeout=60)
+    h.plan([])
+    if p.returncode != 0:
+        failures.append("%s: the damaged tail read was not absorbed (exit %d): %s" % (label, p.returncode, p.stderr.strip()))
+    else:
+        wrong = [rel for rel, want in h.files.items() if lc_harness.read_file(os.path.join(h.src, rel)) != want]
+        if wrong:
+            failures.append("%s: WRONG BYTES through the mount in %s" % (label, wrong[:5]))
+        h.unmount(h.src)
+    print("%-40s exit %d %s" % (label, p.returncode, p.stderr.strip().splitlines()[-1:] if p.returncode else ""), flush=True)
+
+
 def run(cli, name, make_tree, bits, failures):
     h = lc_harness.Harness(cli, name, files=0 if make_tree else 16)
     try:
@@ -73,6 +95,8 @@ def run(cli, name, make_tree, bits, failures):
         restore_case(h, url, name + ": every read", flip, False, failures)
         # Undamaged: the same restore, for comparison.
         restore_case(h, url, name + ": no fault", None, True, failures)
+        if lc_harness.fuse_usable():
+            mount_case(h, url, name + ": mount, the lookup's tail only", dict(flip, matches=[1, 1]), failures)
     finally:
         h.close()
 
