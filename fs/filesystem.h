@@ -85,6 +85,14 @@ struct FilesystemConfig {
   // cache's bound that the auto policy weighs the archive against (fs/fill_policy.h).
   FillPolicy fill;
   uint64_t cache_bound_bytes = 10ull << 30;
+  // Decode-ahead (issue 15): fill and prefetch frames whose files the kernel knows (after the
+  // tree walk, or a listing) are decoded as they arrive and their files handed to the kernel's
+  // page cache (add_page_cache_sink), up to this many decompressed bytes per mount; 0: off (fill
+  // frames are only stored in the chunk cache). Without it a job's first read of each frame
+  // waits for its decode, one frame after the other, although the fill brought the bytes long
+  // before; with it the job reads from the page cache while the daemon decodes on the other
+  // core. The mount command's default: tools/mount_options.h.
+  uint64_t decode_ahead_bytes = 0;
   // 30 s: longer than the store's own retry schedule for one range read, short enough that a
   // job sees EIO instead of hanging in D state when the store goes away.
   uint64_t read_timeout_ms = 30000;
@@ -181,6 +189,22 @@ class Filesystem {
   bool prefetch_idle() const { return fetcher_->idle(); }
   // Drops the prefetch and fill not yet started (the mount is ending: it must not wait for them).
   void stop_fill() { fetcher_->stop_background(); }
+  // The tree walk (fs/tree_warmer.h) and decode-ahead: while a walk runs, a frame whose files all
+  // became known is held until the walk has listed the directory (walk_listed): the kernel makes
+  // the inodes a READDIRPLUS reply names only when the walk's thread gets to parse it, so a frame
+  // decoded right after the reply was sent found some of them missing (node-like test tree under
+  // ASan: 310 of 360 files taken). walk_ended() queues what is held and, when the walk finished,
+  // runs decode_known_ahead(). One call of walk_started() per walk; each ends with walk_ended().
+  void walk_started();
+  void walk_listed();
+  void walk_ended(bool finished);
+  // Decode-ahead, second pass (issue 15): queues again, at background priority, every frame
+  // whose known files (described to the kernel, not handed to it yet) make it worth decoding
+  // ahead (decode_ahead_bytes), among the frames the fill covers, the learned hot region and
+  // those the chunk cache holds. The fill stores frames whose files the kernel did not know yet
+  // undecoded; the tree walk (fs/tree_warmer.h) calls this when it has described the tree, so
+  // those frames reach the page cache too. Never blocks on I/O.
+  void decode_known_ahead();
 
   // Page-cache hand-off (issue 15: memory, and a request per file less). Every frame decoded
   // into memory offers each file that lies wholly inside it to every sink (after the reads
@@ -224,7 +248,24 @@ class Filesystem {
   // directory's other files at readahead priority (see directory_prefetch_frames).
   void prefetch_directory(const format::Entry& opened);
   void finish(const std::shared_ptr<ReadOp>& op, Result<std::vector<ReadPiece>> result);
-  void hand_to_page_cache(uint32_t frame, const FramePtr& bytes);  // fetch thread (on_decoded)
+  void hand_to_page_cache(uint32_t frame, const FramePtr& bytes, bool ahead);  // fetch thread (on_decoded)
+  // Decompressed bytes of the files wholly inside `frame` that the kernel knows and that were not
+  // handed to it yet (what a decode of the frame would hand off now).
+  uint64_t known_bytes_to_hand(uint32_t frame) const;
+  // Whether decoding `frame` ahead would hand the kernel enough (a quarter of the frame).
+  bool worth_decoding_ahead(uint32_t frame) const;
+  // Whether the kernel was told of (note_known) every file wholly inside `frame`: a decode of it
+  // now hands off all it ever will.
+  bool fully_known(uint32_t frame) const;
+  // note_known's part in decode-ahead: counts the file `e` towards its frame, and queues the
+  // frame (queue_decode_ahead) when that makes it fully known.
+  void count_known(const format::Entry& e);
+  // Queues `frame` at background priority for decode-ahead, unless it is in memory, not worth it,
+  // or outside what the fill, the hot region and the chunk cache cover.
+  void queue_decode_ahead(uint32_t frame);
+  // FetcherConfig::decode_ahead: fully known and worth it; takes the frame's size from the cap.
+  // Reads atomics only (the fetcher calls it with its lock held).
+  bool take_decode_ahead(uint32_t frame);
   void late_hand_off_loop(std::stop_token stop);                   // the late hand-off thread
   void hand_off_late(EntryId id);                                  // that thread, one file
   // Whether every file of `frame` lies wholly inside it and was taken by a sink (none reaches
@@ -251,6 +292,18 @@ class Filesystem {
   // end: the job that read the region reads little past it.
   int64_t hot_region_first_frame_ = -1, hot_region_last_frame_ = -1;
   std::atomic<uint64_t> fill_target_bytes_{0};  // set by start_prefetch
+  std::atomic<uint32_t> fill_end_frame_{0};     // the fill covers frames [0, this); set by start_prefetch
+  std::atomic<uint64_t> decode_ahead_taken_{0};  // decompressed bytes decode_ahead said yes to
+  std::atomic<size_t> sink_count_{0};           // sinks_.size(), for take_decode_ahead (no lock)
+  // Decode-ahead's bookkeeping (only when decode_ahead_bytes > 0): per entry, whether note_known
+  // counted it; per frame, the bytes of the files wholly inside it, and of those counted.
+  std::unique_ptr<std::atomic<bool>[]> noted_;
+  std::vector<uint64_t> frame_file_bytes_;
+  std::unique_ptr<std::atomic<uint64_t>[]> frame_noted_bytes_;
+  std::unique_ptr<std::atomic<bool>[]> frame_decoded_;  // per frame: decoded into memory at least once
+  std::atomic<int> walks_{0};                            // walks running (walk_started - walk_ended)
+  std::mutex held_mu_;                                   // guards held_frames_
+  std::vector<uint32_t> held_frames_;                    // fully known during a walk, not queued yet
 
   // Canonical regular files with data, by data offset (the page-cache hand-off's map from a
   // frame to the files inside it). Built once; read-only after the constructor.

@@ -331,10 +331,12 @@ void FrameFetcher::complete(uint32_t frame, uint64_t seq, const Result<FetchedFr
     }
   }
   if (p.priority >= Priority::kPrefetch && result.ok()) counters_.prefetched_frames.fetch_add(1, std::memory_order_relaxed);
+  const bool ahead = p.decode_ahead && p.waiters.empty();
+  if (ahead && result.ok() && result->bytes != nullptr) counters_.frames_decoded_ahead.fetch_add(1, std::memory_order_relaxed);
   for (auto& cb : p.waiters) cb(result);
   // After the replies: the kernel unlocks the pages of the reads just answered, which a hand-off
   // of the same files to its page cache would otherwise wait for.
-  if (result.ok() && result->bytes != nullptr && config_.on_decoded) config_.on_decoded(frame, result->bytes);
+  if (result.ok() && result->bytes != nullptr && config_.on_decoded) config_.on_decoded(frame, result->bytes, ahead);
 }
 
 void FrameFetcher::log_fetch_error(uint32_t frame, const Status& error) {
@@ -574,9 +576,15 @@ bool FrameFetcher::keep_if_room(uint32_t frame, uint64_t seq) {
   if (it == pending_.end() || it->second.seq != seq) return false;
   Pending& p = it->second;
   if (p.keep_in_memory) return true;
-  if (p.priority != Priority::kReadahead && !p.readahead_asked) return false;  // a fill frame nobody walks towards
+  // A fill frame nobody walks towards is decoded only when decode_ahead wants its files in the
+  // kernel's page cache (asked last: it has a cost of its own).
+  const bool walked_towards = p.priority == Priority::kReadahead || p.readahead_asked;
   const uint64_t size = frames_[frame].uncompressed_size;
   if (memory_.ahead_bytes() + ahead_reserved_ + size > config_.ahead_memory_bytes) return false;
+  if (!walked_towards) {
+    if (!config_.decode_ahead || !config_.decode_ahead(frame)) return false;
+    p.decode_ahead = true;
+  }
   p.keep_in_memory = true;
   p.ahead_reserved = size;
   ahead_reserved_ += size;
@@ -599,6 +607,11 @@ bool FrameFetcher::store_unwanted(uint32_t frame, uint64_t seq, std::span<const 
   // Stored before the pending entry goes, so a read arriving meanwhile either joins this fetch or
   // finds the frame in the chunk cache, never a second store read.
   ignore_error(chunk_cache_->put(info.digest, compressed), "the chunk cache warns once and backs off");
+  // Decode-ahead may want it by now: a fill run stores its frames one after the other, and the
+  // files of the later ones become known meanwhile (the tree walk runs beside it). Without this
+  // second look a frame that became known during the run was stored undecoded, and a request to
+  // decode it that joined the run in flight was lost with it.
+  if (keep_if_room(frame, seq)) return false;
   if (want(frame, seq, true) == Want::kWanted) return false;  // a reader joined during the put
   counters_.frames_from_store.fetch_add(1, std::memory_order_relaxed);
   (fill ? counters_.prefetched_frames : counters_.readahead_stored).fetch_add(1, std::memory_order_relaxed);

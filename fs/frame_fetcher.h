@@ -33,8 +33,8 @@
 //    evict each other before their reader comes (node partial job at a 32 MiB budget: 144
 //    decodes of its 50 frames instead of 336).
 //  - Background fill (prefetch and background priority, issue 15): a frame nobody waits for and
-//    nobody keeps in memory is only checked against its digest and stored in the chunk cache, not
-//    decompressed (the chunk-cache hit that serves it later decodes and verifies it in full): on
+//    nobody keeps in memory (nor decode_ahead asks for) is only checked against its digest and
+//    stored in the chunk cache, not decompressed (the chunk-cache hit that serves it later decodes and verifies it in full): on
 //    a 2-core runner the job needs the CPU. A fill fetch that fails fails nobody: readers who
 //    joined it are queued again as a fresh on-demand fetch. stop_background() drops every fill
 //    frame not yet started (the mount is ending); fill runs already in flight finish.
@@ -119,8 +119,15 @@ struct FetcherConfig {
   std::string spill_dir = "/tmp";
   // Called on the worker thread with every frame freshly decoded into memory, after its waiters
   // got it and with no lock held (Filesystem hands its files to the kernel's page cache). May
-  // block briefly; must not wait on a read of the same fetcher.
-  std::function<void(uint32_t frame, const FramePtr& bytes)> on_decoded;
+  // block briefly; must not wait on a read of the same fetcher. `ahead`: a fill or prefetch frame
+  // decoded because decode_ahead asked for it, which no reader waited for.
+  std::function<void(uint32_t frame, const FramePtr& bytes, bool ahead)> on_decoded;
+  // Decode-ahead (issue 15): asked for each fill or prefetch frame that no reader waits for, on a
+  // worker with the fetcher's lock held (so it may only read atomics and other locks' state that
+  // never calls back here). True: decode the frame into memory, within the ahead share as a
+  // readahead frame, so that on_decoded hands its files to the kernel before the job reads them.
+  // Unset or false: the frame is only checked and stored in the chunk cache.
+  std::function<bool(uint32_t frame)> decode_ahead;
 };
 
 // Live counters (relaxed atomics: figures for people, not synchronisation).
@@ -139,6 +146,7 @@ struct FetchCounters {
   std::atomic<uint64_t> frames_spilled{0};     // large frames decoded into a FrameSpill file
   std::atomic<uint64_t> readahead_stored{0};   // readahead frames stored in the chunk cache undecoded
   std::atomic<uint64_t> frames_decoded{0};     // decompressions of a whole frame (into memory or a spill file)
+  std::atomic<uint64_t> frames_decoded_ahead{0};  // of those: fill or prefetch frames decode_ahead asked for
 };
 
 // A delivered frame: its bytes in memory, or (a frame over spill_over_bytes) a file holding
@@ -201,6 +209,8 @@ class FrameFetcher {
     // this the walk that caught up with the fill found its frames stored undecoded and decoded
     // each on demand, with the reader waiting (cold full read, node, hosted: 2.26 -> 2.72 s).
     bool readahead_asked = false;
+    // decode_ahead said yes for this fill or prefetch frame (keep_if_room).
+    bool decode_ahead = false;
   };
   using QueueKey = std::tuple<uint8_t, uint64_t, uint32_t>;  // (priority, arrival, frame)
 

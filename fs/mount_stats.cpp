@@ -40,6 +40,8 @@ void for_each_field(S& s, F&& f) {
   f("frames_spilled", s.frames_spilled);
   f("frames_decoded", s.frames_decoded);
   f("readahead_stored", s.readahead_stored);
+  f("frames_decoded_ahead", s.frames_decoded_ahead);
+  f("decode_ahead_bytes", s.decode_ahead_bytes);
   f("files_to_page_cache", s.files_to_page_cache);
   f("frames_to_page_cache", s.frames_to_page_cache);
   f("files_to_page_cache_late", s.files_to_page_cache_late);

@@ -31,6 +31,8 @@ struct MountStats {
   uint64_t frames_spilled = 0;            // frames over a quarter of the budget decoded to a file
   uint64_t frames_decoded = 0;            // frame decompressions (a frame read again after eviction counts again)
   uint64_t readahead_stored = 0;          // readahead frames stored in the chunk cache undecoded
+  uint64_t frames_decoded_ahead = 0;      // of frames_decoded: fill or prefetch frames decoded for the page cache
+  uint64_t decode_ahead_bytes = 0;        // their decompressed bytes (FilesystemConfig::decode_ahead_bytes caps it)
   uint64_t files_to_page_cache = 0;       // files handed to the kernel's page cache whole (notify_store)
   uint64_t frames_to_page_cache = 0;      // frames whose every file was, dropped from memory for it
   uint64_t files_to_page_cache_late = 0;  // of files_to_page_cache: handed off after the frame's decode (note_known)

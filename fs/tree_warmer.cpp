@@ -8,7 +8,6 @@
 
 #include <chrono>
 #include <cstring>
-#include <deque>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -22,12 +21,13 @@ int64_t now_ms() {
 
 }  // namespace
 
-TreeWarmer::TreeWarmer(std::string mountpoint, uint64_t max_entries, std::vector<std::string> first)
-    : mountpoint_(std::move(mountpoint)), max_entries_(max_entries), first_(std::move(first)), started_ms_(now_ms()),
-      thread_([this](std::stop_token stop) {
-        walk(stop);
+TreeWarmer::TreeWarmer(std::string mountpoint, uint64_t max_entries, std::vector<std::string> first, TreeWarmHooks hooks)
+    : mountpoint_(std::move(mountpoint)), max_entries_(max_entries), first_(std::move(first)), hooks_(std::move(hooks)),
+      started_ms_(now_ms()), thread_([this](std::stop_token stop) {
+        const bool finished = walk(stop) && !stop.stop_requested();
         elapsed_ms_ = static_cast<uint64_t>(now_ms() - started_ms_);
         active_ = false;
+        if (hooks_.ended) hooks_.ended(finished);
       }) {}
 
 TreeWarmer::~TreeWarmer() {
@@ -48,34 +48,41 @@ TreeWarmStats TreeWarmer::stats() const {
   return s;
 }
 
-void TreeWarmer::walk(std::stop_token stop) {
-  if (max_entries_ == 0) return;
+bool TreeWarmer::walk(std::stop_token stop) {
+  if (max_entries_ == 0) return true;
   struct stat root;
-  if (::stat(mountpoint_.c_str(), &root) != 0) return;
+  if (::stat(mountpoint_.c_str(), &root) != 0) return false;
   device_ = root.st_dev;
   buf_.resize(64 << 10);
   auto room = [&] { return !stop.stop_requested() && entries_.load(std::memory_order_relaxed) < max_entries_; };
   // The hot directories first; the walk below takes their subdirectories from these listings.
   std::unordered_map<std::string, std::vector<std::string>> listed_first;
   for (const std::string& rel : first_) {
-    if (!room()) return;
+    if (!room()) return !stop.stop_requested();
     if (listed_first.count(rel) != 0) continue;
     std::vector<std::string> subdirs;
-    if (!list(rel, subdirs, stop)) return;
+    if (!list(rel, subdirs, stop)) return false;
     listed_first.emplace(rel, std::move(subdirs));
   }
-  std::deque<std::string> pending{""};  // "" is the mount point itself
+  // Depth first, in listing order: the archive's order (depth-first, by name), which is the
+  // order the fill brings frames in. So the files of each frame become known one frame after the
+  // other, just behind the fill, and each frame can be decoded and handed off whole as soon as
+  // it is (Filesystem::note_known); breadth first made nearly every frame wait for the end of the
+  // walk, since a frame holds directories of many depths. With the cap, the names listed are the
+  // start of the archive, which is also what the fill covers first.
+  std::vector<std::string> pending{""};  // a stack; "" is the mount point itself
   while (!pending.empty() && room()) {
-    const std::string rel = std::move(pending.front());
-    pending.pop_front();
+    const std::string rel = std::move(pending.back());
+    pending.pop_back();
     std::vector<std::string> subdirs;
     if (auto it = listed_first.find(rel); it != listed_first.end()) {
       subdirs = std::move(it->second);
     } else if (!list(rel, subdirs, stop)) {
-      return;
+      return false;
     }
-    for (auto& d : subdirs) pending.push_back(std::move(d));
+    for (auto d = subdirs.rbegin(); d != subdirs.rend(); ++d) pending.push_back(std::move(*d));
   }
+  return true;
 }
 
 bool TreeWarmer::list(const std::string& rel, std::vector<std::string>& subdirs, const std::stop_token& stop) {
@@ -101,6 +108,7 @@ bool TreeWarmer::list(const std::string& rel, std::vector<std::string>& subdirs,
   }
   ::close(fd);
   directories_.fetch_add(1, std::memory_order_relaxed);
+  if (hooks_.listed_directory) hooks_.listed_directory();
   return true;
 }
 

@@ -12,7 +12,7 @@
 // lookups into name-cache hits and lets every decoded frame hand off all its files at once.
 //
 // How: first the directories `first` names (the learned hot list's, in the order the last job
-// opened their files: the job about to run opens them in that order again), then breadth first
+// opened their files: the job about to run opens them in that order again), then depth first (in the archive's order)
 // from the mount point, skipping those; one directory open at a time (by its path below the mount
 // point: its parent was listed before, so resolving it sends nothing), getdents64 into a 64 KiB
 // buffer, until every directory was listed or `max_entries` names were. It opens no file and
@@ -29,6 +29,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -42,11 +43,23 @@ struct TreeWarmStats {
   bool active = false;       // still walking
 };
 
+// What the mount does as the walk goes (Filesystem's decode-ahead, fs/filesystem.h): each set is
+// called on the walk's thread.
+struct TreeWarmHooks {
+  // After each directory was listed: the kernel has made the inodes of every name in it by then
+  // (its getdents returned), so their files may be handed to the page cache.
+  std::function<void()> listed_directory;
+  // Once, when the walk ends: `finished` when it ended by itself (everything listed, or the cap),
+  // false when stopped or the mount went away.
+  std::function<void(bool finished)> ended;
+};
+
 class TreeWarmer {
  public:
   // Starts walking `mountpoint` (absolute) on a thread of its own, `first` (paths below it, ""
-  // for itself) before the rest. max_entries 0: nothing is walked.
-  TreeWarmer(std::string mountpoint, uint64_t max_entries, std::vector<std::string> first = {});
+  // for itself) before the rest. max_entries 0: nothing is walked. `hooks` run on the walk's
+  // thread (see TreeWarmHooks).
+  TreeWarmer(std::string mountpoint, uint64_t max_entries, std::vector<std::string> first = {}, TreeWarmHooks hooks = {});
   // Stops the walk and joins the thread.
   ~TreeWarmer();
   TreeWarmer(const TreeWarmer&) = delete;
@@ -59,7 +72,8 @@ class TreeWarmer {
   TreeWarmStats stats() const;
 
  private:
-  void walk(std::stop_token stop);
+  // False when the walk could not go on (the mount is gone, or it was stopped).
+  bool walk(std::stop_token stop);
   // Lists directory `rel` (below the mount point); its subdirectories go to `subdirs`. False when
   // the walk must end (the mount is gone); a directory the job removed meanwhile is skipped.
   bool list(const std::string& rel, std::vector<std::string>& subdirs, const std::stop_token& stop);
@@ -67,6 +81,7 @@ class TreeWarmer {
   const std::string mountpoint_;
   const uint64_t max_entries_;
   const std::vector<std::string> first_;
+  const TreeWarmHooks hooks_;
   dev_t device_ = 0;  // the mount's, from the walk's start
   std::vector<char> buf_;
   std::atomic<uint64_t> entries_{0}, directories_{0}, elapsed_ms_{0};

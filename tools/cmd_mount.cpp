@@ -159,6 +159,7 @@ fs::FilesystemConfig filesystem_config(const MountOptions& o, uint64_t mount_rea
   fs::FilesystemConfig config;
   config.memory_budget_bytes = o.memory_budget_bytes;
   config.fill = o.fill;
+  config.decode_ahead_bytes = o.decode_ahead_bytes;
   config.cache_bound_bytes = o.cache_size_bytes;
   config.fetcher.threads = o.fetch_threads;
   config.read_timeout_ms = o.read_timeout_ms;
@@ -410,8 +411,10 @@ int run_mount(const MountOptions& o) {
   std::vector<std::unique_ptr<fs::TreeWarmer>> warmers;
   if (o.warm_names > 0) {
     for (const auto& m : mounted.mounts) {
+      filesystem.walk_started();
+      fs::TreeWarmHooks hooks{[&filesystem] { filesystem.walk_listed(); }, [&filesystem](bool finished) { filesystem.walk_ended(finished); }};
       warmers.push_back(
-          std::make_unique<fs::TreeWarmer>(m->mountpoint(), o.warm_names, hot_directories(filesystem.index(), m->config().root)));
+          std::make_unique<fs::TreeWarmer>(m->mountpoint(), o.warm_names, hot_directories(filesystem.index(), m->config().root), std::move(hooks)));
     }
   }
   return serve(filesystem, mounted.mounts, warmers, src.info);

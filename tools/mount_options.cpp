@@ -60,6 +60,11 @@ Result<MountOptions> parse_fields(const ArgParser& args) {
     if (!names.ok() || *names < 0) return invalid("--warm-names: expected a count or off, got '" + args.get("warm-names") + "'");
     o.warm_names = static_cast<uint64_t>(*names);
   }
+  if (args.get("decode-ahead") != "off") {
+    auto bytes = args.get_size("decode-ahead");
+    if (!bytes.ok()) return invalid("--decode-ahead: expected a size like 512M or off, got '" + args.get("decode-ahead") + "'");
+    o.decode_ahead_bytes = *bytes;
+  }
   o.cache_dir = args.has("cache-dir") ? args.get("cache-dir") : fs::ChunkCache::default_dir();
   if (args.has("upper-dir")) o.upper_dir = absolute_path(args.get("upper-dir"));
   return o;
@@ -85,6 +90,11 @@ void add_mount_options(ArgParser& args) {
               "list up to N names of the tree into the kernel's name cache right after the mount, beside the job, so its "
               "first lookups need no round trip to the daemon (off: none)",
               "100000");
+  args.option("decode-ahead", "SIZE|off",
+              "decode fetched frames whose files the kernel knows (after the name listing) as they arrive and hand "
+              "their files to the page cache, up to SIZE decompressed bytes, so the job's reads need no round trip to "
+              "the daemon (off: frames are decoded when read)",
+              "1G");
   args.option("cache-dir", "DIR",
               "local chunk cache (default: $LAZYCACHE_CACHE_DIR, ~/.cache/lazycache/chunks, "
               "/var/cache/lazycache/chunks as root)");

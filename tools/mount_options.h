@@ -42,6 +42,7 @@ struct MountOptions {
   uint64_t read_timeout_ms = 0;      // --read-timeout (seconds on the command line, at least 1)
   std::string upper_dir;             // --upper-dir, absolute; "": next to the chunk cache, named by the daemon's pid
   uint64_t warm_names = 0;           // --warm-names: names listed into the kernel at mount (fs/tree_warmer.h); 0: none
+  uint64_t decode_ahead_bytes = 0;   // --decode-ahead: FilesystemConfig::decode_ahead_bytes; 0: off
 
   // A store entry mounted writable: an overlay per mount point and a save record.
   bool writable_mount() const { return !read_only && (archive.empty() || writable); }

@@ -17,95 +17,16 @@
 #include <vector>
 
 #include "fs/filesystem.h"
-#include "fs_read_util.h"
-#include "fs_test_util.h"
+#include "page_cache_fixture.h"
 
 using namespace lazycache;
 using lazycache::testing::TempDir;
 
 namespace {
 
-// What the sinks were given: the last bytes per file, and whether any call disagreed with the
-// file's content.
-struct Recorder {
-  std::mutex mu;
-  std::map<format::EntryId, std::string> got;
-  uint64_t calls = 0;
-  bool take = true;
+using Recorder = testing::PageCacheRecorder;
 
-  fs::PageCacheSink sink() {
-    return [this](format::EntryId id, std::span<const char> content) {
-      std::lock_guard lock(mu);
-      ++calls;
-      got[id].assign(content.data(), content.size());
-      return take;
-    };
-  }
-  uint64_t call_count() {
-    std::lock_guard lock(mu);
-    return calls;
-  }
-};
-
-struct Mounted {
-  TempDir dir;
-  std::unique_ptr<fs::Filesystem> fs;
-
-  // `build` makes the tree under dir/t; 64 KiB frames.
-  template <typename Build>
-  explicit Mounted(Build&& build) {
-    build(dir / "t");
-    testing::pack_tree(dir.path(), {"t"}, dir / "a.tar.zst");
-    auto cache = fs::ChunkCache::open({dir / "cache", 1ull << 30});
-    REQUIRE(cache.ok());
-    fs::FilesystemConfig config;
-    config.idle_trim_ms = 0;  // memory figures below must not depend on the clock
-    fs = std::make_unique<fs::Filesystem>(testing::open_archive_file(dir / "a.tar.zst"), *cache, config);
-  }
-
-  const format::Index& index() const { return fs->index(); }
-  // Canonical regular files with data, in archive path order.
-  std::vector<format::EntryId> files() const {
-    std::vector<format::EntryId> out;
-    for (format::EntryId id = 0; id < index().entry_count(); ++id) {
-      const format::Entry e = index().entry(id);
-      if (e.type == format::EntryType::kRegular && e.size > 0 && e.link_group == id) out.push_back(id);
-    }
-    return out;
-  }
-  std::string content(format::EntryId id) const { return testing::read_file(dir / index().path(id)); }
-  // What `find` does through a mount: readdirplus describes every entry to the kernel.
-  void describe_all() {
-    for (format::EntryId id = 0; id < index().entry_count(); ++id) REQUIRE(fs->getattr(id).ok());
-  }
-  void read_all_and_check() {
-    for (format::EntryId id : files()) REQUIRE(testing::read_whole(*fs, index().path(id)) == content(id));
-    fs->wait_prefetch_idle();  // hand-offs run on the fetch threads after the replies
-  }
-  // Whether file data lies in frame `f`, and whether a file lies in it and in a neighbour too
-  // (then the frame cannot be dropped).
-  struct FrameUse {
-    bool has_file = false, shared_with_neighbour = false;
-  };
-  FrameUse use_of(uint32_t f) const {
-    const format::FrameInfo& info = index().frames()[f];
-    const uint64_t begin = info.uncompressed_offset, end = begin + info.uncompressed_size;
-    FrameUse u;
-    for (format::EntryId id : files()) {
-      const format::Entry e = index().entry(id);
-      const uint64_t a = e.data_offset, b = e.data_offset + e.size;
-      if (a >= end || b <= begin) continue;
-      u.has_file = true;
-      u.shared_with_neighbour = u.shared_with_neighbour || a < begin || b > end;
-    }
-    return u;
-  }
-  bool wholly_in_one_frame(format::EntryId id) const {
-    const format::Entry e = index().entry(id);
-    const auto [a, b] = index().frames_for_range(e.data_offset, e.size);
-    return a == b;
-  }
-};
+using Mounted = testing::PageCacheMount;
 
 void node_tree(const std::string& root) { testing::make_node_like_tree(root, 40); }
 
