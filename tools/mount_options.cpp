@@ -94,7 +94,7 @@ void add_mount_options(ArgParser& args) {
               "decode fetched frames whose files the kernel knows (after the name listing) as they arrive and hand "
               "their files to the page cache, up to SIZE decompressed bytes, so the job's reads need no round trip to "
               "the daemon (off: frames are decoded when read)",
-              "1G");
+              "256M");
   args.option("cache-dir", "DIR",
               "local chunk cache (default: $LAZYCACHE_CACHE_DIR, ~/.cache/lazycache/chunks, "
               "/var/cache/lazycache/chunks as root)");
