@@ -76,8 +76,7 @@ namespace {
 // A frame larger than a quarter of the budget is spilled to a file (fs/frame_spill.h): held in
 // memory it would leave too little for the frames around it, or not fit at all.
 FetcherConfig fetcher_config(const FilesystemConfig& c, const std::shared_ptr<ChunkCache>& cache,
-                             std::function<void(uint32_t, const FramePtr&, bool)> on_decoded,
-                             std::function<bool(uint32_t)> decode_ahead) {
+                             std::function<void(uint32_t, const FramePtr&, bool)> on_decoded, std::function<bool(uint32_t)> decode_ahead) {
   FetcherConfig f = c.fetcher;
   f.on_decoded = std::move(on_decoded);
   if (c.decode_ahead_bytes > 0) f.decode_ahead = std::move(decode_ahead);

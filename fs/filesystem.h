@@ -266,8 +266,8 @@ class Filesystem {
   // FetcherConfig::decode_ahead: fully known and worth it; takes the frame's size from the cap.
   // Reads atomics only (the fetcher calls it with its lock held).
   bool take_decode_ahead(uint32_t frame);
-  void late_hand_off_loop(std::stop_token stop);                   // the late hand-off thread
-  void hand_off_late(EntryId id);                                  // that thread, one file
+  void late_hand_off_loop(std::stop_token stop);  // the late hand-off thread
+  void hand_off_late(EntryId id);                 // that thread, one file
   // Whether every file of `frame` lies wholly inside it and was taken by a sink (none reaches
   // into a neighbouring frame).
   bool frame_wholly_taken(uint32_t frame) const;
@@ -291,19 +291,19 @@ class Filesystem {
   // the save that learned them), or -1. Readahead across files inside the region stops at its
   // end: the job that read the region reads little past it.
   int64_t hot_region_first_frame_ = -1, hot_region_last_frame_ = -1;
-  std::atomic<uint64_t> fill_target_bytes_{0};  // set by start_prefetch
-  std::atomic<uint32_t> fill_end_frame_{0};     // the fill covers frames [0, this); set by start_prefetch
+  std::atomic<uint64_t> fill_target_bytes_{0};   // set by start_prefetch
+  std::atomic<uint32_t> fill_end_frame_{0};      // the fill covers frames [0, this); set by start_prefetch
   std::atomic<uint64_t> decode_ahead_taken_{0};  // decompressed bytes decode_ahead said yes to
-  std::atomic<size_t> sink_count_{0};           // sinks_.size(), for take_decode_ahead (no lock)
+  std::atomic<size_t> sink_count_{0};            // sinks_.size(), for take_decode_ahead (no lock)
   // Decode-ahead's bookkeeping (only when decode_ahead_bytes > 0): per entry, whether note_known
   // counted it; per frame, the bytes of the files wholly inside it, and of those counted.
   std::unique_ptr<std::atomic<bool>[]> noted_;
   std::vector<uint64_t> frame_file_bytes_;
   std::unique_ptr<std::atomic<uint64_t>[]> frame_noted_bytes_;
   std::unique_ptr<std::atomic<bool>[]> frame_decoded_;  // per frame: decoded into memory at least once
-  std::atomic<int> walks_{0};                            // walks running (walk_started - walk_ended)
-  std::mutex held_mu_;                                   // guards held_frames_
-  std::vector<uint32_t> held_frames_;                    // fully known during a walk, not queued yet
+  std::atomic<int> walks_{0};                           // walks running (walk_started - walk_ended)
+  std::mutex held_mu_;                                  // guards held_frames_
+  std::vector<uint32_t> held_frames_;                   // fully known during a walk, not queued yet
 
   // Canonical regular files with data, by data offset (the page-cache hand-off's map from a
   // frame to the files inside it). Built once; read-only after the constructor.

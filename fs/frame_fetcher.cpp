@@ -528,14 +528,16 @@ void FrameFetcher::process_run(const std::vector<uint32_t>& run, const std::vect
     auto bytes_of = [&](uint32_t f) {
       return std::as_bytes(std::span(buf.data() + (frames_[f].compressed_offset - offset), frames_[f].compressed_size));
     };
-    auto deliver = [&](uint32_t f) {
+    // `cached`: the chunk cache has it already (store_unwanted put it there): a second put
+    // would write the blob again (on a nearly full disk, past the room the cache must leave).
+    auto deliver = [&](uint32_t f, bool cached = false) {
       const Status& checked = got.frames[f - missing[first]];  // the read's failure, or the frame's check
       Result<FetchedFrame> out = checked;
       if (checked.ok()) {
         auto decoded = buffers_.decode(frames_[f], f, bytes_of(f));
         counters_.frames_decoded.fetch_add(1, std::memory_order_relaxed);
         if (decoded.ok()) {
-          if (chunk_cache_ != nullptr) to_cache.push_back(f);
+          if (chunk_cache_ != nullptr && !cached) to_cache.push_back(f);
           counters_.frames_from_store.fetch_add(1, std::memory_order_relaxed);
           out = FetchedFrame{std::move(decoded).value(), nullptr};
         } else {
@@ -557,7 +559,8 @@ void FrameFetcher::process_run(const std::vector<uint32_t>& run, const std::vect
       }
     }
     for (uint32_t f : fill_only) {
-      if (!store_unwanted(f, seq_of[f], bytes_of(f), background)) deliver(f);  // a reader joined meanwhile
+      const Stored stored = store_unwanted(f, seq_of[f], bytes_of(f), background);
+      if (stored != Stored::kDone) deliver(f, stored == Stored::kStoredButWanted);  // wanted meanwhile
     }
     // The chunk cache is written after the waiters have their frames: a blob write and an LMDB
     // commit are disk work a reader should not wait for.
@@ -600,10 +603,10 @@ FrameFetcher::Want FrameFetcher::want(uint32_t frame, uint64_t seq, bool forget_
   return Want::kUnwanted;
 }
 
-bool FrameFetcher::store_unwanted(uint32_t frame, uint64_t seq, std::span<const std::byte> compressed, bool fill) {
-  if (chunk_cache_ == nullptr || want(frame, seq, false) == Want::kWanted) return false;
+FrameFetcher::Stored FrameFetcher::store_unwanted(uint32_t frame, uint64_t seq, std::span<const std::byte> compressed, bool fill) {
+  if (chunk_cache_ == nullptr || want(frame, seq, false) == Want::kWanted) return Stored::kWanted;
   const format::FrameInfo& info = frames_[frame];
-  if (format::xxh3_128(compressed) != info.digest) return false;  // decode_frame reports it
+  if (format::xxh3_128(compressed) != info.digest) return Stored::kWanted;  // decode_frame reports it
   // Stored before the pending entry goes, so a read arriving meanwhile either joins this fetch or
   // finds the frame in the chunk cache, never a second store read.
   ignore_error(chunk_cache_->put(info.digest, compressed), "the chunk cache warns once and backs off");
@@ -611,11 +614,11 @@ bool FrameFetcher::store_unwanted(uint32_t frame, uint64_t seq, std::span<const 
   // files of the later ones become known meanwhile (the tree walk runs beside it). Without this
   // second look a frame that became known during the run was stored undecoded, and a request to
   // decode it that joined the run in flight was lost with it.
-  if (keep_if_room(frame, seq)) return false;
-  if (want(frame, seq, true) == Want::kWanted) return false;  // a reader joined during the put
+  if (keep_if_room(frame, seq)) return Stored::kStoredButWanted;
+  if (want(frame, seq, true) == Want::kWanted) return Stored::kStoredButWanted;  // a reader joined during the put
   counters_.frames_from_store.fetch_add(1, std::memory_order_relaxed);
   (fill ? counters_.prefetched_frames : counters_.readahead_stored).fetch_add(1, std::memory_order_relaxed);
-  return true;
+  return Stored::kDone;
 }
 
 }  // namespace lazycache::fs

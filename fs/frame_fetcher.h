@@ -139,13 +139,13 @@ struct FetchCounters {
   std::atomic<uint64_t> frames_from_memory{0};
   std::atomic<uint64_t> chunk_cache_bad{0};  // cached copies that failed verification
   std::atomic<uint64_t> fetch_errors{0};
-  std::atomic<uint64_t> prefetched_frames{0};  // frames completed at prefetch/background priority
-  std::atomic<uint64_t> fill_bytes{0};         // of store_bytes: read by prefetch/background runs
-  std::atomic<uint64_t> fill_retried{0};       // failed fill fetches whose readers were queued again
-  std::atomic<uint64_t> fetches_restarted{0};  // stuck fetches replaced (restart_after_ms)
-  std::atomic<uint64_t> frames_spilled{0};     // large frames decoded into a FrameSpill file
-  std::atomic<uint64_t> readahead_stored{0};   // readahead frames stored in the chunk cache undecoded
-  std::atomic<uint64_t> frames_decoded{0};     // decompressions of a whole frame (into memory or a spill file)
+  std::atomic<uint64_t> prefetched_frames{0};     // frames completed at prefetch/background priority
+  std::atomic<uint64_t> fill_bytes{0};            // of store_bytes: read by prefetch/background runs
+  std::atomic<uint64_t> fill_retried{0};          // failed fill fetches whose readers were queued again
+  std::atomic<uint64_t> fetches_restarted{0};     // stuck fetches replaced (restart_after_ms)
+  std::atomic<uint64_t> frames_spilled{0};        // large frames decoded into a FrameSpill file
+  std::atomic<uint64_t> readahead_stored{0};      // readahead frames stored in the chunk cache undecoded
+  std::atomic<uint64_t> frames_decoded{0};        // decompressions of a whole frame (into memory or a spill file)
   std::atomic<uint64_t> frames_decoded_ahead{0};  // of those: fill or prefetch frames decode_ahead asked for
 };
 
@@ -229,9 +229,12 @@ class FrameFetcher {
   uint64_t reserve_for(uint64_t bytes, Charge charge);
   void release_charge(uint64_t bytes, Charge charge);
   // A fill or readahead frame read from the store that no reader waits for and nobody keeps in
-  // memory: checks its digest, stores it in the chunk cache and forgets it; false (nothing done)
-  // when it is wanted after all, or the chunk cache is off. `fill`: counted as prefetched.
-  bool store_unwanted(uint32_t frame, uint64_t seq, std::span<const std::byte> compressed, bool fill);
+  // memory: checks its digest, stores it in the chunk cache and forgets it (kDone); kWanted
+  // (nothing done) when it is wanted after all, its digest fails or the chunk cache is off;
+  // kStoredButWanted when it was stored and then a reader joined or decode-ahead asked for it
+  // (the caller decodes it, without storing it again). `fill`: counted as prefetched.
+  enum class Stored { kDone, kWanted, kStoredButWanted };
+  Stored store_unwanted(uint32_t frame, uint64_t seq, std::span<const std::byte> compressed, bool fill);
   // A readahead frame (or a fill frame readahead asked for) is decoded into memory only while the
   // frames held ahead (decoded, not read yet) stay within `ahead_memory_bytes`: then marks fetch
   // `seq` of `frame` to be kept and returns true; false for fill frames nobody walks towards. Past that, readahead evicting other readahead before its reader came made a

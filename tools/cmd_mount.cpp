@@ -412,9 +412,10 @@ int run_mount(const MountOptions& o) {
   if (o.warm_names > 0) {
     for (const auto& m : mounted.mounts) {
       filesystem.walk_started();
-      fs::TreeWarmHooks hooks{[&filesystem] { filesystem.walk_listed(); }, [&filesystem](bool finished) { filesystem.walk_ended(finished); }};
-      warmers.push_back(
-          std::make_unique<fs::TreeWarmer>(m->mountpoint(), o.warm_names, hot_directories(filesystem.index(), m->config().root), std::move(hooks)));
+      fs::TreeWarmHooks hooks{[&filesystem] { filesystem.walk_listed(); },
+                              [&filesystem](bool finished) { filesystem.walk_ended(finished); }};
+      warmers.push_back(std::make_unique<fs::TreeWarmer>(m->mountpoint(), o.warm_names,
+                                                         hot_directories(filesystem.index(), m->config().root), std::move(hooks)));
     }
   }
   return serve(filesystem, mounted.mounts, warmers, src.info);

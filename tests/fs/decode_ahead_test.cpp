@@ -161,7 +161,8 @@ TEST_CASE("decode-ahead: a frame decoded ahead is not kept for the files the ker
   for (format::EntryId id : m.files()) REQUIRE(testing::read_whole(*m.fs, m.index().path(id)) == m.content(id));
 }
 
-TEST_CASE("decode-ahead: a frame is decoded ahead at most once; one whose known files the kernel refused stays for the late hand-off", "[unit]") {
+TEST_CASE("decode-ahead: a frame is decoded ahead at most once; one whose known files the kernel refused stays for the late hand-off",
+          "[unit]") {
   Mounted m(small_files_tree, 1ull << 30);
   m.rec.take = false;
   m.know_all();
