@@ -35,7 +35,7 @@
 // content checksum and the seek table's (format/frame_codec.h); the index itself passed its
 // XXH3-64 checksum. Decompression is deterministic, so the decoded frames are the packed tar
 // stream bit for bit, and files are cut from it at the index's offsets. The per-file XXH3-128
-// content digest is therefore not computed again here (3.6 % of a full restore's CPU on node):
+// content digest is therefore not computed again here (about 3 % of a full restore's CPU on node):
 // the mount serves the same bytes by the same offsets without it, and `lazycache verify`
 // (format/verify.h) still checks every content digest, which would catch a packer that wrote
 // wrong offsets. A hostile archive gains nothing: it sets its content digests as it likes.

@@ -52,10 +52,8 @@ FetchPlan choose_fetch_plan(uint64_t compressed_bytes, uint64_t parts_budget_byt
   }
   const auto slots = static_cast<uint64_t>(plan.concurrency) + 1;
   const uint64_t by_budget = parts_budget_bytes / slots;
-  // A ramped wave of n parts of up to P holds P (n + 1) / 2: P = 2 x compressed / n leaves about
-  // 1/n of slack for parts cut short at frame boundaries.
-  const auto n = static_cast<uint64_t>(plan.concurrency);
-  const uint64_t by_spread = (2 * compressed_bytes + n - 1) / n;
+  const uint64_t reads = static_cast<uint64_t>(plan.concurrency) * kAutoRounds;
+  const uint64_t by_spread = (compressed_bytes + reads - 1) / reads;
   plan.part_bytes = std::clamp(std::min(by_budget, by_spread), kMinAutoPart, kMaxAutoPart);
   plan.ramp_parts = static_cast<size_t>(plan.concurrency);
   return plan;

@@ -68,16 +68,14 @@ struct FetchPlan {
 // Explicit values (> 0) are kept. Auto concurrency is 8: the emulated hosted and far links and S3
 // give one client more bandwidth up to about 8 streams, and 8 idle-waiting threads cost nothing.
 // Auto part size: the parts in flight ((concurrency + 1) of them) fit the budget; capped at 16 MiB
-// (S3's guidance for ranged GETs) and at 2 x compressed_bytes / concurrency, the size whose
-// ramped first wave (ramp_parts = concurrency: 1/n, 2/n, ... of it) holds the whole archive
-// with room for frame boundaries, so an archive under about 8 x 16 MiB is read in one wave of at
-// most `concurrency` requests; at least kMinAutoPart. The ramp, not a second wave, is what lets
-// the first frames be decoded and written while the rest arrives: the smallest part comes first.
-// Why few, large requests: every request costs the server as well as a round trip: the test Swift
+// (S3's guidance for ranged GETs) and at compressed_bytes / (concurrency x kAutoRounds), so that
+// an archive is read in at least two waves over every connection and its first bytes are decoded
+// and written while the rest is still arriving; ramped up over the first wave (ramp_parts =
+// concurrency), so the first frame arrives after a fraction of a part; at least kMinAutoPart.
+// Why 4 MiB at least: every request costs the server as well as a round trip: the test Swift
 // spends about 16 ms of CPU per GET (node, hosted: 43 reads of 1 MiB took 0.89 s of its CPU,
-// 10 reads of 4 MiB 0.33 s, curl's one GET 0.20 s), CPU the file writers need on a small runner;
-// two ramped waves (this bound was compressed / 16 until restore11) sent node in 13 reads, one
-// sends it in 8 (docs/stores.md, branch restore11).
+// 10 reads of 4 MiB 0.33 s, curl's one GET 0.20 s), CPU the file writers need on a small runner.
+inline constexpr uint64_t kAutoRounds = 2;
 inline constexpr uint64_t kMinAutoPart = 4ull << 20;
 FetchPlan choose_fetch_plan(uint64_t compressed_bytes, uint64_t parts_budget_bytes, int concurrency, uint64_t part_bytes);
 

@@ -84,20 +84,11 @@ struct Fixture {
 TEST_CASE("ArchiveHead::plan: the auto plan's first wave, never into the tail, nothing for tiny archives", "[unit]") {
   CHECK(format::ArchiveHead::plan(300u << 10, 256u << 20, 0, 0).empty());
   auto p = format::ArchiveHead::plan(32u << 20, 256u << 20, 0, 0);  // the node archive's size
-  // One ramped wave holds such an archive (format/frame_pipeline.h): the last piece is cut where
-  // the tail that opening reads begins.
   REQUIRE(p.size() == 8);
-  for (size_t k = 1; k + 1 < p.size(); ++k) CHECK(p[k] > p[k - 1]);  // ramped
+  for (size_t k = 1; k < p.size(); ++k) CHECK(p[k] > p[k - 1]);  // ramped
   uint64_t sum = 0;
   for (auto n : p) sum += n;
-  CHECK(sum == (32u << 20) - (256u << 10));
-  // A larger archive: the whole wave ramped, ending before the tail.
-  p = format::ArchiveHead::plan(200u << 20, 256u << 20, 0, 0);
-  REQUIRE(p.size() == 8);
-  for (size_t k = 1; k < p.size(); ++k) CHECK(p[k] > p[k - 1]);
-  sum = 0;
-  for (auto n : p) sum += n;
-  CHECK(sum < (200u << 20) - (256u << 10));
+  CHECK(sum < (32u << 20) - (256u << 10));
   auto explicit_plan = format::ArchiveHead::plan(64u << 20, 256u << 20, 2, 1u << 20);
   REQUIRE(explicit_plan.size() == 2);
   CHECK(explicit_plan[0] == (1u << 20));
