@@ -41,6 +41,10 @@ ArchiveHead::ArchiveHead(std::shared_ptr<const ByteSource> source, const std::ve
   for (size_t i = 0; i < states_.size(); ++i) threads_.emplace_back([this, i] { read_piece(i); });
 }
 
+ArchiveHead::ArchiveHead(std::string bytes) : length_(bytes.size()), bytes_(std::move(bytes)) {
+  if (length_ > 0) states_.push_back(Piece{0, length_, true, Status()});
+}
+
 ArchiveHead::~ArchiveHead() { threads_.clear(); }  // joins: a read in flight finishes
 
 void ArchiveHead::read_piece(size_t i) {

@@ -39,6 +39,10 @@ class ArchiveHead {
   static std::vector<uint64_t> plan(uint64_t object_bytes, uint64_t budget_bytes, int concurrency, uint64_t part_bytes);
 
   ArchiveHead(std::shared_ptr<const ByteSource> source, const std::vector<uint64_t>& pieces);
+  // A head whose bytes are already in hand: the archive's first `bytes.size()` bytes (restore's
+  // lookup of an archive no larger than its one read, kEntryTailBytes, holds all of it: the
+  // frames are copied from here instead of read a second time). No thread, no read.
+  explicit ArchiveHead(std::string bytes);
   ~ArchiveHead();
   ArchiveHead(const ArchiveHead&) = delete;
   ArchiveHead& operator=(const ArchiveHead&) = delete;
@@ -49,7 +53,7 @@ class ArchiveHead {
   // pieces holding them are in. Errors: a failed or short read of one of those pieces (the
   // source's error, with the range), kInvalidArgument outside [0, length()).
   Status copy(uint64_t offset, std::span<std::byte> out) const;
-  // Range reads sent (figures for the extract's stats).
+  // Range reads sent (figures for the extract's stats; one for a head of bytes in hand).
   size_t pieces() const { return states_.size(); }
 
  private:

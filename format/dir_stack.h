@@ -13,8 +13,11 @@
 // Not thread-safe. Borrows the base descriptor and the index or view.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -45,15 +48,21 @@ class DirStack {
   // next call. `what` names the entry in errors (kPermissionDenied for a symlink or
   // non-directory on the way, kNotFound, kIo).
   Result<int> open(EntryId dir, const Describe& what);
-  // With `create`, a directory missing on the way is made (mode 0700, relative to its parent's
-  // descriptor, like the walk) before it is opened: extraction into a staged target creates each
-  // directory just before its first entry, as tar does (ext4 allocates inodes faster that way
-  // than for all directories first, then all files). Until the next reset.
+  // The same descriptor, shared: it stays open while the caller holds it, after the walk has
+  // moved on (the file writers' batches in that directory), with no dup(2) per directory. For
+  // `top`, a duplicate of the borrowed base, made once per reset.
+  Result<std::shared_ptr<const Fd>> open_shared(EntryId dir, const Describe& what);
+  // With `create`, a directory missing on the way is made (relative to its parent's descriptor,
+  // like the walk) before it is opened: extraction into a staged target creates each directory
+  // just before its first entry, as tar does (ext4 allocates inodes faster that way than for all
+  // directories first, then all files). Until the next reset.
   // `exists` (optional) says a directory is known to be there already (format/dirs_ahead.h made
-  // it): its mkdirat is skipped.
-  void set_create_missing(bool create, std::function<bool(EntryId)> exists = {}) {
+  // it): its mkdirat is skipped. `mode` (optional; default 0700 for all) gives the mode to make
+  // a directory with (the umask applies), so that the extractor need not fchmod it afterwards.
+  void set_create_missing(bool create, std::function<bool(EntryId)> exists = {}, std::function<mode_t(EntryId)> mode = {}) {
     create_missing_ = create;
     exists_ = std::move(exists);
+    mode_ = std::move(mode);
   }
 
   size_t open_descriptors() const;
@@ -62,9 +71,12 @@ class DirStack {
  private:
   struct Level {
     EntryId id = 0;
-    Fd fd;  // invalid when dropped (only ever above the window and off the checkpoints)
+    // Null when dropped (only ever above the window and off the checkpoints); shared with the
+    // holders of open_shared(). levels_[0]'s is the base's duplicate, made by open_shared().
+    std::shared_ptr<const Fd> fd;
+    bool valid() const { return fd != nullptr; }
   };
-  int fd_at(size_t level) const { return level == 0 ? base_fd_ : levels_[level].fd.get(); }
+  int fd_at(size_t level) const { return level == 0 ? base_fd_ : levels_[level].fd->get(); }
   Status reopen(size_t level, const Describe& what);
   Status push(EntryId id, const Describe& what);
   void truncate(size_t size);
@@ -73,6 +85,7 @@ class DirStack {
   bool ready_ = false;
   bool create_missing_ = false;
   std::function<bool(EntryId)> exists_;
+  std::function<mode_t(EntryId)> mode_;
   int base_fd_ = -1;
   std::vector<Level> levels_;                     // levels_[0] is `top` (its fd: base_fd_)
   std::unordered_map<EntryId, size_t> level_of_;  // entry -> its index in levels_

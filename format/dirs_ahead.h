@@ -14,14 +14,19 @@
 // writes into; every directory is made and opened relative to its parent's descriptor with
 // O_NOFOLLOW | O_DIRECTORY (DirStack), and the thread is joined before any symlink or hardlink of
 // the archive is created, so it can never meet a link.
+// Each directory is made in its parent's descriptor at its final mode where the extractor can
+// give it (Job::mode), so one with no subdirectories is never opened here.
 // Descriptors: a DirStack of its own, so as many again as the write walk's (bounded in the depth).
 // Best effort: the first failure stops the thread (the walk then meets the same failure and
 // reports it with the entry's name). Thread-safe: made() from any thread; the destructor stops and
 // joins.
 #pragma once
 
+#include <sys/types.h>
 #include <atomic>
+
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -36,6 +41,8 @@ class DirsAhead {
     int base_fd = -1;           // the staged target's directory (borrowed: outlives the thread)
     EntryId top = 0;            // the entry that base_fd is
     std::vector<EntryId> dirs;  // directories below `top`, parents before children
+    // The mode to make each with (DirStack::set_create_missing); called from the thread.
+    std::function<mode_t(EntryId)> mode;
   };
   // Starts the thread. `index` must outlive it.
   DirsAhead(const Index& index, std::vector<Job> jobs);

@@ -15,7 +15,7 @@ bool all_zero(const char* p, size_t len) { return p[0] == 0 && std::memcmp(p, p 
 
 }  // namespace
 
-Status pwrite_sparse(int fd, const char* data, size_t n, uint64_t offset, uint64_t& end_written, const std::string& what) {
+Status pwrite_sparse(int fd, const char* data, size_t n, uint64_t offset, uint64_t& end_written, const std::function<std::string()>& what) {
   size_t pos = 0;
   while (pos < n) {
     const size_t len = std::min(kZeroProbeBytes, n - pos);
@@ -34,7 +34,8 @@ Status pwrite_sparse(int fd, const char* data, size_t n, uint64_t offset, uint64
       ssize_t w = ::pwrite(fd, data + done, run_end - done, static_cast<off_t>(offset + done));
       if (w < 0) {
         if (errno == EINTR) continue;
-        return errno_status("writing " + what);
+        const int err = errno;  // before what() runs
+        return errno_status("writing " + what(), err);
       }
       done += static_cast<size_t>(w);
     }

@@ -39,7 +39,9 @@ std::string fuse_unusable_reason() { return probe_fuse().reason; }
 // Exact hit: the lookup read the entry's last kEntryTailBytes instead of a HEAD (as mount does),
 // so the index is in hand with the lookup; the tail is then dropped, so that every frame comes
 // from the store and a frame that fails its digest is read again from there (FrameSource), not
-// from a copy that a bad transfer may have spoiled. A tail that does not parse as an archive's
+// from a copy that a bad transfer may have spoiled. An archive that the tail holds whole is not
+// read again: its frames are copied from a head made of those bytes, and one that fails its
+// digest is read from the store (format/frame_pipeline.h's rule for a head). A tail that does not parse as an archive's
 // is read once more from the store for the same reason, before the entry is called corrupt.
 // Otherwise (a restore key's match, found by listing; a tail that did not parse): the first wave
 // of frames is read while the tail is (format/archive_head.h), instead of a round trip or two
@@ -56,6 +58,10 @@ Result<OpenedEntry> open_for_extract(const std::shared_ptr<remote::ObjectStore>&
     LC_ASSIGN_OR_RETURN(out.source, remote::ObjectByteSource::from_tail(store, object, entry.tail));
     auto reader = format::ArchiveReader::open(out.source);
     if (reader.ok()) {
+      // An archive no larger than the lookup's read is all in hand: the pipeline copies its
+      // frames from there (no second download); one failing its digest is still read again
+      // from the store (format/frame_pipeline.h), as every frame of a larger archive is.
+      if (entry.tail.size() == object.size) config.head = std::make_shared<format::ArchiveHead>(entry.tail);
       out.source->release_tail();  // no other thread has the source yet
       out.reader = std::move(reader).value();
       return out;

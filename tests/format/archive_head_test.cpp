@@ -160,3 +160,28 @@ TEST_CASE("a failed head read fails the extract with the source's error", "[unit
   CHECK(stats.error().code() == ErrorCode::kUnavailable);
   CHECK_THAT(stats.error().message(), Catch::Contains("injected"));
 }
+
+// restore's lookup of an archive under 1 MiB read all of it: the pipeline copies every frame from
+// those bytes (no second download), and a frame damaged in them is read again from the source.
+TEST_CASE("a head of bytes in hand: frames are copied from it, a damaged one is read again", "[unit]") {
+  for (bool damaged : {false, true}) {
+    Fixture fx;
+    std::string all(fx.source->size(), '\0');
+    {
+      auto r = fx.source->read_at(0, std::as_writable_bytes(std::span<char>(all)));
+      REQUIRE(r.ok());
+    }
+    if (damaged) all[all.size() / 4] ^= 1;  // inside a frame (the index is at the end)
+    fx.open();
+    const size_t reads_before = fx.source->reads().size();
+    format::ExtractConfig config;
+    config.head = std::make_shared<format::ArchiveHead>(all);
+    CHECK(config.head->length() == fx.source->size());
+    auto stats = extract_to(*fx.reader, fx.work / (damaged ? "out-damaged" : "out"), config);
+    INFO((stats.ok() ? std::string() : stats.error().to_string()));
+    REQUIRE(stats.ok());
+    CHECK(compare_trees(fx.src / "r", fx.work / (damaged ? "out-damaged/r" : "out/r")) == "");
+    // Undamaged: no read at all; damaged: the one part holding that frame, from the source.
+    CHECK(fx.source->reads().size() - reads_before == (damaged ? 1u : 0u));
+  }
+}
