@@ -95,11 +95,19 @@ class S3Upload final : public MultipartUpload {
     return Status();
   }
 
+  // Sent without x-amz-copy-source-if-match: the HEAD of check_copy_sources() after the copies
+  // pins them (objects are replaced whole, so the ETag the index was read with, still there
+  // after the last copy, means every copy read that object). The condition would add nothing
+  // where a server honours it and costs a refused copy and a HEAD per copy in flight where it
+  // does not (Swift answers 412 for an unchanged multipart source): ~0.1-0.2 s of every save
+  // through a hosted link, paid again by every process (docs/writable.md, "branch save11").
   Status copy_part_unchecked(int number, const RangeRequest& source) override {
     LC_RETURN_IF_ERROR(check_object_key(source.key));
     if (source.length == 0) return Status(ErrorCode::kInvalidArgument, "copying an empty range of " + source.key);
     LC_RETURN_IF_ERROR(claim(number, 1));
-    auto etag = store_.copy_part_request(key_, upload_id_, number, source);
+    RangeRequest unpinned = source;
+    unpinned.if_match.clear();
+    auto etag = store_.copy_part_request(key_, upload_id_, number, unpinned);
     if (!etag.ok()) {
       release(number, 1);  // free again: a store that refuses copies gets the bytes sent instead
       return etag.error();
@@ -117,12 +125,31 @@ class S3Upload final : public MultipartUpload {
     return Status();
   }
 
+  Status discard_part(int number) override {
+    std::lock_guard lock(mu_);
+    if (completed_) return Status(ErrorCode::kInvalidArgument, "the upload of " + key_ + " is already completed");
+    const size_t i = static_cast<size_t>(number - 1);
+    if (number < 1 || i >= claimed_.size() || !claimed_[i]) return Status();  // never sent: nothing to leave out
+    if (etags_[i].empty()) return Status(ErrorCode::kInvalidArgument, "part " + std::to_string(number) + " of " + key_ + " is still being sent");
+    claimed_[i] = false;
+    etags_[i].clear();
+    total_ -= bytes_[i];
+    bytes_[i] = 0;
+    return Status();
+  }
+
   Result<ObjectInfo> complete() override {
     std::vector<std::string> etags;
     uint64_t total = 0;
     {
       std::lock_guard lock(mu_);
       if (completed_) return Status(ErrorCode::kInvalidArgument, "the upload of " + key_ + " is already completed");
+      // Discarded parts after the last one sent are left out (discard_part).
+      while (!claimed_.empty() && !claimed_.back()) {
+        claimed_.pop_back();
+        etags_.pop_back();
+        bytes_.pop_back();
+      }
       for (size_t i = 0; i < etags_.size(); ++i)
         if (etags_[i].empty())
           return Status(ErrorCode::kInvalidArgument, "part " + std::to_string(i + 1) + " of " + key_ + " was not sent");
@@ -145,6 +172,7 @@ class S3Upload final : public MultipartUpload {
     if (claimed_.size() < end) {
       claimed_.resize(end, false);
       etags_.resize(end);
+      bytes_.resize(end, 0);
     }
     for (size_t i = static_cast<size_t>(first - 1); i < end; ++i) {
       if (claimed_[i]) return Status(ErrorCode::kInvalidArgument, "part " + std::to_string(i + 1) + " of " + key_ + " sent twice");
@@ -159,6 +187,7 @@ class S3Upload final : public MultipartUpload {
   void record(int number, std::string etag, uint64_t bytes) {
     std::lock_guard lock(mu_);
     etags_[static_cast<size_t>(number - 1)] = std::move(etag);
+    bytes_[static_cast<size_t>(number - 1)] = bytes;
     total_ += bytes;
   }
 
@@ -169,6 +198,7 @@ class S3Upload final : public MultipartUpload {
   bool completed_ = false;          // read unguarded only by the destructor (no call runs then)
   std::vector<bool> claimed_;       // per part number - 1: reserved by a call
   std::vector<std::string> etags_;  // per part number - 1: its ETag once sent ("" until then)
+  std::vector<uint64_t> bytes_;     // per part number - 1: its length once sent
   uint64_t total_ = 0;
 };
 
