@@ -17,6 +17,11 @@ Status MultipartUpload::copy_parts(int first_number, const std::vector<RangeRequ
 
 Status MultipartUpload::check_copy_sources(const std::vector<RangeRequest>&) { return Status(); }
 
+Result<ObjectInfo> MultipartUpload::complete_checking(const std::vector<RangeRequest>& sources) {
+  LC_RETURN_IF_ERROR(check_copy_sources(sources));
+  return complete();
+}
+
 Status MultipartUpload::discard_part(int number) {
   return Status(ErrorCode::kUnsupported, "part " + std::to_string(number) + " cannot be discarded: this store appends parts in order");
 }

@@ -71,6 +71,10 @@ class MultipartUpload {
   // Default (stores that append parts in order): kUnsupported.
   virtual Status discard_part(int number);
   virtual Result<ObjectInfo> complete() = 0;
+  // check_copy_sources(sources), then complete(); a store whose completion makes a request of
+  // its own first (S3 create-only: a HEAD of the new key) runs the checks beside it, saving a
+  // round trip at the end of every save that copied.
+  virtual Result<ObjectInfo> complete_checking(const std::vector<RangeRequest>& sources);
 };
 
 }  // namespace lazycache::remote

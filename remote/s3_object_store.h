@@ -115,10 +115,11 @@ class S3ObjectStore final : public ObjectStore {
   // kPreconditionFailed unless `source.key` still has ETag `source.if_match` (a HEAD).
   Status check_copy_source(const RangeRequest& source, const std::string& what);
   std::string copy_what(const std::string& key, int number, const RangeRequest& source) const;
-  // Completes the upload of parts 1..etags.size() (create_only: HEAD first, If-None-Match where
-  // the server honours it) or aborts it on any failure.
+  // Completes the upload of parts 1..etags.size() (create_only: HEAD first unless the caller
+  // made it (`absent_checked`), If-None-Match where the server honours it) or aborts it on any
+  // failure.
   Result<ObjectInfo> finish_multipart(std::string_view key, const std::string& upload_id, const std::vector<std::string>& etags,
-                                      bool create_only, uint64_t total);
+                                      bool create_only, uint64_t total, bool absent_checked = false);
   Result<HttpResponse> complete_multipart(const std::string& fkey, const std::string& upload_id, const std::vector<std::string>& etags,
                                           bool if_none_match);
   std::string what(const char* op, std::string_view key) const;

@@ -138,7 +138,26 @@ class S3Upload final : public MultipartUpload {
     return Status();
   }
 
-  Result<ObjectInfo> complete() override {
+  Result<ObjectInfo> complete() override { return finish(false); }
+
+  // The sources' HEADs and, create-only, the HEAD of the new key at once, then the completion.
+  Result<ObjectInfo> complete_checking(const std::vector<RangeRequest>& sources) override {
+    std::vector<RangeRequest> unique;
+    std::set<std::pair<std::string, std::string>> seen;  // (key, etag) pins
+    for (const RangeRequest& s : sources)
+      if (seen.emplace(s.key, s.if_match).second) unique.push_back(s);
+    const size_t checks = unique.size() + (create_only_ ? 1 : 0);
+    Status s = run_bounded(checks, static_cast<int>(checks), [&](size_t i) -> Status {
+      if (i == unique.size()) return store_.check_absent(key_);
+      return store_.check_copy_source(unique[i], "copying bytes of " + store_.describe() + "/" + unique[i].key + " into " + key_);
+    });
+    if (!s.ok()) return s;  // the upload is aborted when it goes (never completed)
+    return finish(true);
+  }
+
+ private:
+  // `absent_checked`: complete_checking() made the create-only HEAD already.
+  Result<ObjectInfo> finish(bool absent_checked) {
     std::vector<std::string> etags;
     uint64_t total = 0;
     {
@@ -157,10 +176,9 @@ class S3Upload final : public MultipartUpload {
       etags = etags_;
       total = total_;
     }
-    return store_.finish_multipart(key_, upload_id_, etags, create_only_, total);
+    return store_.finish_multipart(key_, upload_id_, etags, create_only_, total, absent_checked);
   }
 
- private:
   // Reserves parts [first, first + n): each number once, within S3's 10,000.
   Status claim(int first, size_t n) {
     std::lock_guard lock(mu_);

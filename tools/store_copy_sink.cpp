@@ -303,9 +303,11 @@ Status StoreCopySink::commit() {
   if (!ahead_.empty()) LC_RETURN_IF_ERROR(settle_ahead(nullptr, nullptr));
   LC_RETURN_IF_ERROR(send_pending());
   LC_RETURN_IF_ERROR(wait_for_copies());
-  // One HEAD of the base for all the lanes' copies, where the store pins copies that way.
-  if (queued_any_) LC_RETURN_IF_ERROR(upload_->check_copy_sources({source_}));
-  LC_RETURN_IF_ERROR(upload_->complete().status());
+  // One HEAD of the base for all the lanes' copies, where the store pins copies that way (beside
+  // the create-only HEAD of the new object, where there is one).
+  std::vector<remote::RangeRequest> pinned;
+  if (queued_any_) pinned.push_back(source_);
+  LC_RETURN_IF_ERROR(upload_->complete_checking(pinned).status());
   committed_ = true;
   failed_ = false;
   return Status();
