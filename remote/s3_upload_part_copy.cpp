@@ -220,10 +220,21 @@ class S3Upload final : public MultipartUpload {
   uint64_t total_ = 0;
 };
 
+// Create-only: the HEAD that finds an existing entry and the initiation run at once (the
+// initiation publishes nothing, and an upload started for a key that exists is aborted), so an
+// incremental save can start copying one round trip sooner.
 Result<std::unique_ptr<MultipartUpload>> S3ObjectStore::start_upload(std::string_view key, const PutOptions& opts) {
   LC_RETURN_IF_ERROR(check_object_key(key));
-  if (opts.create_only) LC_RETURN_IF_ERROR(check_absent(key));
-  LC_ASSIGN_OR_RETURN(std::string upload_id, initiate_multipart(full_key(key), what("multipart PUT", key)));
+  std::string upload_id;
+  Status absent;
+  Status s = run_bounded(opts.create_only ? 2 : 1, 2, [&](size_t i) -> Status {
+    if (i == 1) return absent = check_absent(key);
+    LC_ASSIGN_OR_RETURN(upload_id, initiate_multipart(full_key(key), what("multipart PUT", key)));
+    return Status();
+  });
+  if (!upload_id.empty() && !s.ok()) (void)abort_multipart_upload(key, upload_id);
+  if (!absent.ok()) return absent;  // kAlreadyExists before any failure of the initiation
+  LC_RETURN_IF_ERROR(s);
   return std::unique_ptr<MultipartUpload>(new S3Upload(*this, std::string(key), std::move(upload_id), opts.create_only));
 }
 

@@ -87,7 +87,7 @@ void copy_parts(ObjectStore& store, const std::string& p, uint64_t min) {
     }  // destroyed uncompleted: aborted
     CHECK(store.head(p + "pinned").error().code() == ErrorCode::kNotFound);
   }
-  SECTION("create-only: an existing key is refused before anything is sent") {
+  SECTION("create-only: an existing key is refused (an upload initiated beside the HEAD is aborted), no part sent") {
     put_string(store, p + "exists", "x");
     PutOptions opts;
     opts.create_only = true;
