@@ -73,9 +73,11 @@ class S3ObjectStore final : public ObjectStore {
   Status remove(std::string_view key) override;
   std::string describe() const override;
   TransferStats transfer_stats() const override { return TransferStats{http_.requests(), http_.max_in_flight(), part_retry_.retries()}; }
-  // CreateMultipartUpload; parts are UploadPart or UploadPartCopy (x-amz-copy-source-range,
-  // pinned with x-amz-copy-source-if-match); complete() as put's multipart path (create_only
-  // checks included); an upload destroyed uncompleted is aborted. s3_upload_part_copy.cpp.
+  // CreateMultipartUpload (create-only: beside the HEAD of the key); parts are UploadPart or
+  // UploadPartCopy (x-amz-copy-source-range; copy_part pinned with x-amz-copy-source-if-match,
+  // copy_part_unchecked by the HEAD of complete_checking); complete() as put's multipart path
+  // (create_only checks included); an upload destroyed uncompleted is aborted.
+  // s3_upload_part_copy.cpp.
   Result<std::unique_ptr<MultipartUpload>> start_upload(std::string_view key, const PutOptions& opts) override;
 
   // Multipart uploads in progress under prefix (ListMultipartUploads): tests check that failed

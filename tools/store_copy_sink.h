@@ -16,9 +16,10 @@
 // lanes (threads of this sink: the store's connection limit) copy them while the caller writes
 // on, its parts numbered after them: all copies of a save are in flight together, across
 // ranges, none waiting for an earlier range's batch. A server copies a part at the speed of one
-// stream, and copies are nearly all the bytes of an incremental save. Each copy is pinned with
-// x-amz-copy-source-if-match where the server honours it; the source's HEAD that pins them on
-// servers that do not runs once, in commit() (MultipartUpload::check_copy_sources). A store that
+// stream, and copies are nearly all the bytes of an incremental save. The lanes' copies are
+// pinned by one HEAD of the source after all of them, in commit() (beside the create-only HEAD
+// of the new object: MultipartUpload::complete_checking), not by x-amz-copy-source-if-match,
+// which Swift answers with 412 for an unchanged source (remote/s3_upload_part_copy.cpp). A store that
 // refuses a copy (kUnsupported or kInvalidArgument: 501 / 400, GCS's XML API) gets that part's
 // bytes read back and sent by its lane (one such part in memory at a time: a lane mutex), and
 // every later range read back by the caller (copy_refused() says why).

@@ -171,6 +171,14 @@ TEST_CASE("store copy sink: a long range is copied as parts the store copies at 
   CHECK(r.sink->counts().bytes_read_back == 0);
 }
 
+// The bytes a server copies for `source`.
+Result<std::string> read_source(ObjectStore& store, const RangeRequest& source) {
+  std::string bytes(source.length, '\0');
+  auto n = store.get_range(source, std::as_writable_bytes(std::span<char>(bytes)));
+  if (!n.ok()) return n.error();
+  return bytes;
+}
+
 // An upload that takes parts in any order (as S3's does). Each copy holds (at most 20 s) until
 // `together` copies are in flight at once and a part numbered after every copy was uploaded
 // meanwhile, and says whether both happened: a sink that ran its copies one after the other,
@@ -199,11 +207,10 @@ class AnyOrderUpload final : public MultipartUpload {
       const bool ok = cv_.wait_for(lock, std::chrono::seconds(20), [&] { return entered_ >= together_ && highest_uploaded_ > number; });
       all_overlapped_ = all_overlapped_ && ok;
     }
-    std::string bytes(source.length, '\0');
-    auto n = store_.get_range(source, std::as_writable_bytes(std::span<char>(bytes)));
-    if (!n.ok()) return n.error();
+    auto bytes = read_source(store_, source);
+    if (!bytes.ok()) return bytes.error();
     std::lock_guard lock(mu_);
-    parts_[number] = std::move(bytes);
+    parts_[number] = std::move(bytes).value();
     return Status();
   }
   Status check_copy_sources(const std::vector<RangeRequest>& sources) override {
@@ -298,11 +305,10 @@ class ReplacingUpload final : public MultipartUpload {
       cv_.notify_all();
       cv_.wait_for(lock, std::chrono::seconds(20), [&] { return released_; });
     }
-    std::string bytes(source.length, '\0');
-    auto n = store_.get_range(source, std::as_writable_bytes(std::span<char>(bytes)));
-    if (!n.ok()) return n.error();
+    auto bytes = read_source(store_, source);
+    if (!bytes.ok()) return bytes.error();
     std::lock_guard lock(mu_);
-    parts_[number] = std::move(bytes);
+    parts_[number] = std::move(bytes).value();
     return Status();
   }
   Status discard_part(int number) override {
