@@ -130,7 +130,8 @@ class S3Upload final : public MultipartUpload {
     if (completed_) return Status(ErrorCode::kInvalidArgument, "the upload of " + key_ + " is already completed");
     const size_t i = static_cast<size_t>(number - 1);
     if (number < 1 || i >= claimed_.size() || !claimed_[i]) return Status();  // never sent: nothing to leave out
-    if (etags_[i].empty()) return Status(ErrorCode::kInvalidArgument, "part " + std::to_string(number) + " of " + key_ + " is still being sent");
+    if (etags_[i].empty())
+      return Status(ErrorCode::kInvalidArgument, "part " + std::to_string(number) + " of " + key_ + " is still being sent");
     claimed_[i] = false;
     etags_[i].clear();
     total_ -= bytes_[i];

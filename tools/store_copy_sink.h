@@ -140,9 +140,9 @@ class StoreCopySink final : public ByteSink {
   int next_part_ = 1;
   uint64_t written_ = 0;
   bool failed_ = false, committed_ = false;
-  bool queued_any_ = false;  // a copy went to the lanes: commit() checks the source
+  bool queued_any_ = false;        // a copy went to the lanes: commit() checks the source
   std::vector<AheadPiece> ahead_;  // copy_ahead()'s pieces, until the first call settles them
-  StoreCopyCounts counts_;   // the writer's; the lanes' changes are in lane_sent_*
+  StoreCopyCounts counts_;         // the writer's; the lanes' changes are in lane_sent_
 
   mutable std::mutex mu_;  // guards the fields below
   std::condition_variable work_cv_, idle_cv_;
@@ -150,11 +150,11 @@ class StoreCopySink final : public ByteSink {
   int running_ = 0;
   std::set<int> running_numbers_;  // the parts the lanes are copying now
   bool closing_ = false;
-  Status lane_status_;            // the first failure of a lane
-  std::string copy_refused_;      // why the store refused a copy
+  Status lane_status_;                 // the first failure of a lane
+  std::string copy_refused_;           // why the store refused a copy
   std::map<int, uint64_t> lane_sent_;  // parts queued as copies that a lane sent instead: number -> bytes
-  std::mutex fallback_mu_;           // one refused part read back at a time (memory)
-  std::vector<std::jthread> lanes_;  // last: joined (destroyed) before the upload is aborted
+  std::mutex fallback_mu_;             // one refused part read back at a time (memory)
+  std::vector<std::jthread> lanes_;    // last: joined (destroyed) before the upload is aborted
 };
 
 }  // namespace lazycache::cli
