@@ -56,13 +56,25 @@ class MultipartUpload {
   // As copy_part, but a store that pins copies with a check after them (S3: a HEAD of the
   // source, because servers ignore or misread x-amz-copy-source-if-match: docs/stores.md) leaves
   // that check to check_copy_sources(), so that copies sent from several threads at once pay it
-  // once. The default is copy_part.
+  // once (S3 then sends no condition at all). The default is copy_part.
   virtual Status copy_part_unchecked(int number, const RangeRequest& source) { return copy_part(number, source); }
   // The check copy_part_unchecked() left out, once per source object and ETag:
   // kPreconditionFailed when one was replaced. Call it after the copies, before complete().
   // The default has nothing to check (copy_part pinned each copy itself).
   virtual Status check_copy_sources(const std::vector<RangeRequest>& sources);
+  // Where parts go in any order: part `number`, sent or copied by a call that has returned,
+  // is no longer wanted. Its number may be sent again (S3: the later part replaces it), and
+  // complete() leaves it out when nothing is sent under it again; a number never sent is fine.
+  // That happens only for the highest numbers (complete() still needs 1 .. N without a gap):
+  // S3 frees parts left out at completion, Swift s3api keeps them as segments nothing refers
+  // to. For copies made ahead of the writer that it did not use (tools/store_copy_sink.h).
+  // Default (stores that append parts in order): kUnsupported.
+  virtual Status discard_part(int number);
   virtual Result<ObjectInfo> complete() = 0;
+  // check_copy_sources(sources), then complete(); a store whose completion makes a request of
+  // its own first (S3 create-only: a HEAD of the new key) runs the checks beside it, saving a
+  // round trip at the end of every save that copied.
+  virtual Result<ObjectInfo> complete_checking(const std::vector<RangeRequest>& sources);
 };
 
 }  // namespace lazycache::remote

@@ -360,7 +360,8 @@ Result<std::string> S3ObjectStore::initiate_multipart(const std::string& fkey, c
 }
 
 Result<ObjectInfo> S3ObjectStore::finish_multipart(std::string_view key, const std::string& upload_id,
-                                                   const std::vector<std::string>& etags, bool create_only, uint64_t total) {
+                                                   const std::vector<std::string>& etags, bool create_only, uint64_t total,
+                                                   bool absent_checked) {
   const std::string fkey = full_key(key);
   const std::string w = what("multipart PUT", key);
   auto fail = [&](Status s) -> Status {
@@ -368,7 +369,7 @@ Result<ObjectInfo> S3ObjectStore::finish_multipart(std::string_view key, const s
     if (!aborted.ok()) return s.with_context("upload failed and could not be aborted (" + aborted.message() + ")");
     return s;
   };
-  if (create_only) {
+  if (create_only && !absent_checked) {
     Status still_free = check_absent(key);
     if (!still_free.ok()) return fail(still_free);
   }

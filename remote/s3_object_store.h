@@ -73,9 +73,11 @@ class S3ObjectStore final : public ObjectStore {
   Status remove(std::string_view key) override;
   std::string describe() const override;
   TransferStats transfer_stats() const override { return TransferStats{http_.requests(), http_.max_in_flight(), part_retry_.retries()}; }
-  // CreateMultipartUpload; parts are UploadPart or UploadPartCopy (x-amz-copy-source-range,
-  // pinned with x-amz-copy-source-if-match); complete() as put's multipart path (create_only
-  // checks included); an upload destroyed uncompleted is aborted. s3_upload_part_copy.cpp.
+  // CreateMultipartUpload (create-only: beside the HEAD of the key); parts are UploadPart or
+  // UploadPartCopy (x-amz-copy-source-range; copy_part pinned with x-amz-copy-source-if-match,
+  // copy_part_unchecked by the HEAD of complete_checking); complete() as put's multipart path
+  // (create_only checks included); an upload destroyed uncompleted is aborted.
+  // s3_upload_part_copy.cpp.
   Result<std::unique_ptr<MultipartUpload>> start_upload(std::string_view key, const PutOptions& opts) override;
 
   // Multipart uploads in progress under prefix (ListMultipartUploads): tests check that failed
@@ -115,10 +117,11 @@ class S3ObjectStore final : public ObjectStore {
   // kPreconditionFailed unless `source.key` still has ETag `source.if_match` (a HEAD).
   Status check_copy_source(const RangeRequest& source, const std::string& what);
   std::string copy_what(const std::string& key, int number, const RangeRequest& source) const;
-  // Completes the upload of parts 1..etags.size() (create_only: HEAD first, If-None-Match where
-  // the server honours it) or aborts it on any failure.
+  // Completes the upload of parts 1..etags.size() (create_only: HEAD first unless the caller
+  // made it (`absent_checked`), If-None-Match where the server honours it) or aborts it on any
+  // failure.
   Result<ObjectInfo> finish_multipart(std::string_view key, const std::string& upload_id, const std::vector<std::string>& etags,
-                                      bool create_only, uint64_t total);
+                                      bool create_only, uint64_t total, bool absent_checked = false);
   Result<HttpResponse> complete_multipart(const std::string& fkey, const std::string& upload_id, const std::vector<std::string>& etags,
                                           bool if_none_match);
   std::string what(const char* op, std::string_view key) const;

@@ -95,11 +95,19 @@ class S3Upload final : public MultipartUpload {
     return Status();
   }
 
+  // Sent without x-amz-copy-source-if-match: the HEAD of check_copy_sources() after the copies
+  // pins them (objects are replaced whole, so the ETag the index was read with, still there
+  // after the last copy, means every copy read that object). The condition would add nothing
+  // where a server honours it and costs a refused copy and a HEAD per copy in flight where it
+  // does not (Swift answers 412 for an unchanged multipart source): ~0.1-0.2 s of every save
+  // through a hosted link, paid again by every process (docs/writable.md, "branch save11").
   Status copy_part_unchecked(int number, const RangeRequest& source) override {
     LC_RETURN_IF_ERROR(check_object_key(source.key));
     if (source.length == 0) return Status(ErrorCode::kInvalidArgument, "copying an empty range of " + source.key);
     LC_RETURN_IF_ERROR(claim(number, 1));
-    auto etag = store_.copy_part_request(key_, upload_id_, number, source);
+    RangeRequest unpinned = source;
+    unpinned.if_match.clear();
+    auto etag = store_.copy_part_request(key_, upload_id_, number, unpinned);
     if (!etag.ok()) {
       release(number, 1);  // free again: a store that refuses copies gets the bytes sent instead
       return etag.error();
@@ -117,12 +125,51 @@ class S3Upload final : public MultipartUpload {
     return Status();
   }
 
-  Result<ObjectInfo> complete() override {
+  Status discard_part(int number) override {
+    std::lock_guard lock(mu_);
+    if (completed_) return Status(ErrorCode::kInvalidArgument, "the upload of " + key_ + " is already completed");
+    const size_t i = static_cast<size_t>(number - 1);
+    if (number < 1 || i >= claimed_.size() || !claimed_[i]) return Status();  // never sent: nothing to leave out
+    if (etags_[i].empty())
+      return Status(ErrorCode::kInvalidArgument, "part " + std::to_string(number) + " of " + key_ + " is still being sent");
+    claimed_[i] = false;
+    etags_[i].clear();
+    total_ -= bytes_[i];
+    bytes_[i] = 0;
+    return Status();
+  }
+
+  Result<ObjectInfo> complete() override { return finish(false); }
+
+  // The sources' HEADs and, create-only, the HEAD of the new key at once, then the completion.
+  Result<ObjectInfo> complete_checking(const std::vector<RangeRequest>& sources) override {
+    std::vector<RangeRequest> unique;
+    std::set<std::pair<std::string, std::string>> seen;  // (key, etag) pins
+    for (const RangeRequest& s : sources)
+      if (seen.emplace(s.key, s.if_match).second) unique.push_back(s);
+    const size_t checks = unique.size() + (create_only_ ? 1 : 0);
+    Status s = run_bounded(checks, static_cast<int>(checks), [&](size_t i) -> Status {
+      if (i == unique.size()) return store_.check_absent(key_);
+      return store_.check_copy_source(unique[i], "copying bytes of " + store_.describe() + "/" + unique[i].key + " into " + key_);
+    });
+    if (!s.ok()) return s;  // the upload is aborted when it goes (never completed)
+    return finish(true);
+  }
+
+ private:
+  // `absent_checked`: complete_checking() made the create-only HEAD already.
+  Result<ObjectInfo> finish(bool absent_checked) {
     std::vector<std::string> etags;
     uint64_t total = 0;
     {
       std::lock_guard lock(mu_);
       if (completed_) return Status(ErrorCode::kInvalidArgument, "the upload of " + key_ + " is already completed");
+      // Discarded parts after the last one sent are left out (discard_part).
+      while (!claimed_.empty() && !claimed_.back()) {
+        claimed_.pop_back();
+        etags_.pop_back();
+        bytes_.pop_back();
+      }
       for (size_t i = 0; i < etags_.size(); ++i)
         if (etags_[i].empty())
           return Status(ErrorCode::kInvalidArgument, "part " + std::to_string(i + 1) + " of " + key_ + " was not sent");
@@ -130,10 +177,9 @@ class S3Upload final : public MultipartUpload {
       etags = etags_;
       total = total_;
     }
-    return store_.finish_multipart(key_, upload_id_, etags, create_only_, total);
+    return store_.finish_multipart(key_, upload_id_, etags, create_only_, total, absent_checked);
   }
 
- private:
   // Reserves parts [first, first + n): each number once, within S3's 10,000.
   Status claim(int first, size_t n) {
     std::lock_guard lock(mu_);
@@ -145,6 +191,7 @@ class S3Upload final : public MultipartUpload {
     if (claimed_.size() < end) {
       claimed_.resize(end, false);
       etags_.resize(end);
+      bytes_.resize(end, 0);
     }
     for (size_t i = static_cast<size_t>(first - 1); i < end; ++i) {
       if (claimed_[i]) return Status(ErrorCode::kInvalidArgument, "part " + std::to_string(i + 1) + " of " + key_ + " sent twice");
@@ -159,6 +206,7 @@ class S3Upload final : public MultipartUpload {
   void record(int number, std::string etag, uint64_t bytes) {
     std::lock_guard lock(mu_);
     etags_[static_cast<size_t>(number - 1)] = std::move(etag);
+    bytes_[static_cast<size_t>(number - 1)] = bytes;
     total_ += bytes;
   }
 
@@ -169,13 +217,25 @@ class S3Upload final : public MultipartUpload {
   bool completed_ = false;          // read unguarded only by the destructor (no call runs then)
   std::vector<bool> claimed_;       // per part number - 1: reserved by a call
   std::vector<std::string> etags_;  // per part number - 1: its ETag once sent ("" until then)
+  std::vector<uint64_t> bytes_;     // per part number - 1: its length once sent
   uint64_t total_ = 0;
 };
 
+// Create-only: the HEAD that finds an existing entry and the initiation run at once (the
+// initiation publishes nothing, and an upload started for a key that exists is aborted), so an
+// incremental save can start copying one round trip sooner.
 Result<std::unique_ptr<MultipartUpload>> S3ObjectStore::start_upload(std::string_view key, const PutOptions& opts) {
   LC_RETURN_IF_ERROR(check_object_key(key));
-  if (opts.create_only) LC_RETURN_IF_ERROR(check_absent(key));
-  LC_ASSIGN_OR_RETURN(std::string upload_id, initiate_multipart(full_key(key), what("multipart PUT", key)));
+  std::string upload_id;
+  Status absent;
+  Status s = run_bounded(opts.create_only ? 2 : 1, 2, [&](size_t i) -> Status {
+    if (i == 1) return absent = check_absent(key);
+    LC_ASSIGN_OR_RETURN(upload_id, initiate_multipart(full_key(key), what("multipart PUT", key)));
+    return Status();
+  });
+  if (!upload_id.empty() && !s.ok()) (void)abort_multipart_upload(key, upload_id);
+  if (!absent.ok()) return absent;  // kAlreadyExists before any failure of the initiation
+  LC_RETURN_IF_ERROR(s);
   return std::unique_ptr<MultipartUpload>(new S3Upload(*this, std::string(key), std::move(upload_id), opts.create_only));
 }
 

@@ -174,6 +174,14 @@ Result<IncrementalSaveCounts> save_incremental(const std::vector<SaveRecord>& re
     base.copy_to_sink = [copier](uint64_t offset, uint64_t length) { return copier->copy_range(offset, length); };
     base.copy_min_bytes = copier->min_copy_bytes();
     sink = std::move(s);
+    // A save that keeps the base's layout (every save but one that deletes, retypes or
+    // repacks something in it) copies all its data frames, every frame but the last (the
+    // end-of-archive blocks, written again by every save), as its first run. The store starts
+    // on them now, while the tree and the plan are built (on Swift through the hosted link that
+    // was 0.2-0.3 s of CPU here before the first copy was sent); a plan that copies less
+    // discards what it does not use (StoreCopySink::copy_ahead).
+    const auto frames = index->frames();
+    if (frames.size() > 1) copier->copy_ahead(0, frames.back().compressed_offset);
   } else if (upload.error().code() == ErrorCode::kUnsupported) {
     counts.no_store_copy = upload.error().message();
     sink = std::make_unique<remote::UploadSink>(store, new_key, put);

@@ -45,11 +45,13 @@ StoreCopySink::~StoreCopySink() {
 StoreCopyCounts StoreCopySink::counts() const {
   StoreCopyCounts c = counts_;
   std::lock_guard lock(mu_);
-  c.bytes_copied -= lane_sent_bytes_;
-  c.parts_copied -= lane_sent_parts_;
-  c.bytes_sent += lane_sent_bytes_;
-  c.bytes_read_back += lane_sent_bytes_;
-  c.parts_sent += lane_sent_parts_;
+  for (const auto& [number, bytes] : lane_sent_) {
+    c.bytes_copied -= bytes;
+    --c.parts_copied;
+    c.bytes_sent += bytes;
+    c.bytes_read_back += bytes;
+    ++c.parts_sent;
+  }
   return c;
 }
 
@@ -70,6 +72,11 @@ Status StoreCopySink::send_pending() {
 
 Status StoreCopySink::write(std::span<const std::byte> bytes) {
   if (failed_ || committed_) return Status(ErrorCode::kInvalidArgument, "write to a failed or committed upload");
+  if (!ahead_.empty()) {
+    Status s = settle_ahead(nullptr, nullptr);
+    failed_ = !s.ok();
+    LC_RETURN_IF_ERROR(s);
+  }
   pending_.insert(pending_.end(), bytes.begin(), bytes.end());
   written_ += bytes.size();
   if (pending_.size() >= part_bytes_) {
@@ -95,6 +102,13 @@ Status StoreCopySink::copy_range(uint64_t offset, uint64_t length) {
   if (failed_ || committed_) return Status(ErrorCode::kInvalidArgument, "copy into a failed or committed upload");
   failed_ = true;  // until this call succeeds
   written_ += length;
+  if (!ahead_.empty()) {
+    LC_RETURN_IF_ERROR(settle_ahead(&offset, &length));
+    if (length == 0) {
+      failed_ = false;
+      return Status();
+    }
+  }
   const uint64_t min = upload_->min_part_bytes();
   // Bytes pending before the copy must become a part of at least `min`: borrow the start of
   // the range. What is too short to be a part of its own is read back whole.
@@ -159,6 +173,57 @@ Status StoreCopySink::copy_range(uint64_t offset, uint64_t length) {
   return Status();
 }
 
+void StoreCopySink::copy_ahead(uint64_t offset, uint64_t length) {
+  if (!upload_->parts_in_any_order() || failed_ || committed_ || written_ > 0 || next_part_ != 1 || length < min_copy_bytes()) return;
+  const uint64_t max_piece = std::min(upload_->max_part_bytes(), part_bytes_ * kMaxCopyPieceParts);
+  {
+    std::lock_guard lock(mu_);
+    if (!queue_.empty() || running_ > 0 || !copy_refused_.empty()) return;
+    for (uint64_t n : copy_pieces(length, upload_->min_part_bytes(), max_piece, concurrency_)) {
+      ahead_.push_back(AheadPiece{next_part_, offset, n});
+      queue_.push_back(CopyJob{next_part_++, remote::RangeRequest{source_.key, offset, n, source_.if_match}});
+      offset += n;
+    }
+  }
+  while (lanes_.size() < static_cast<size_t>(concurrency_) && lanes_.size() < ahead_.size()) lanes_.emplace_back([this] { lane(); });
+  work_cv_.notify_all();
+}
+
+Status StoreCopySink::settle_ahead(uint64_t* offset, uint64_t* length) {
+  size_t used = 0;
+  if (offset && pending_.empty()) {
+    while (used < ahead_.size() && ahead_[used].offset == *offset && ahead_[used].length <= *length) {
+      *offset += ahead_[used].length;
+      *length -= ahead_[used].length;
+      counts_.bytes_copied += ahead_[used].length;
+      ++counts_.parts_copied;
+      ++used;
+    }
+  }
+  if (used > 0) queued_any_ = true;
+  std::vector<AheadPiece> unused(ahead_.begin() + static_cast<std::ptrdiff_t>(used), ahead_.end());
+  next_part_ = unused.empty() ? ahead_.back().number + 1 : unused.front().number;
+  ahead_.clear();
+  if (unused.empty()) return Status();
+  // Later parts take the unused numbers: each copy under them must be dropped before it starts
+  // or have finished, so that what is sent next surely replaces it.
+  std::set<int> numbers;
+  for (const AheadPiece& p : unused) numbers.insert(p.number);
+  {
+    std::unique_lock lock(mu_);
+    std::erase_if(queue_, [&](const CopyJob& j) { return numbers.count(j.number) > 0; });
+    idle_cv_.wait(lock, [&] {
+      for (int n : running_numbers_)
+        if (numbers.count(n)) return false;
+      return true;
+    });
+    LC_RETURN_IF_ERROR(lane_status_);
+    for (int n : numbers) lane_sent_.erase(n);
+  }
+  for (int n : numbers) LC_RETURN_IF_ERROR(upload_->discard_part(n));
+  return Status();
+}
+
 void StoreCopySink::queue_copies(uint64_t offset, uint64_t length) {
   const uint64_t max_piece = std::min(upload_->max_part_bytes(), part_bytes_ * kMaxCopyPieceParts);
   const std::vector<uint64_t> pieces = copy_pieces(length, upload_->min_part_bytes(), max_piece, concurrency_);
@@ -188,11 +253,13 @@ void StoreCopySink::lane() {
       job = std::move(queue_.front());
       queue_.pop_front();
       ++running_;
+      running_numbers_.insert(job.number);
     }
     Status s = run_copy(job);
     {
       std::lock_guard lock(mu_);
       --running_;
+      running_numbers_.erase(job.number);
       if (!s.ok() && lane_status_.ok()) {
         lane_status_ = s;
         queue_.clear();  // the upload fails: copying on would only cost the store
@@ -218,8 +285,7 @@ Status StoreCopySink::run_copy(const CopyJob& job) {
     return Status(ErrorCode::kUnavailable, "short read of " + source_.key + " at " + std::to_string(job.source.offset));
   LC_RETURN_IF_ERROR(upload_->upload_part(job.number, bytes));
   std::lock_guard lock(mu_);
-  lane_sent_bytes_ += bytes.size();
-  ++lane_sent_parts_;
+  lane_sent_[job.number] = bytes.size();
   return Status();
 }
 
@@ -234,11 +300,14 @@ Status StoreCopySink::wait_for_copies() {
 Status StoreCopySink::commit() {
   if (failed_ || committed_) return Status(ErrorCode::kInvalidArgument, "commit of a failed or committed upload");
   failed_ = true;
+  if (!ahead_.empty()) LC_RETURN_IF_ERROR(settle_ahead(nullptr, nullptr));
   LC_RETURN_IF_ERROR(send_pending());
   LC_RETURN_IF_ERROR(wait_for_copies());
-  // One HEAD of the base for all the lanes' copies, where the store pins copies that way.
-  if (queued_any_) LC_RETURN_IF_ERROR(upload_->check_copy_sources({source_}));
-  LC_RETURN_IF_ERROR(upload_->complete().status());
+  // One HEAD of the base for all the lanes' copies, where the store pins copies that way (beside
+  // the create-only HEAD of the new object, where there is one).
+  std::vector<remote::RangeRequest> pinned;
+  if (queued_any_) pinned.push_back(source_);
+  LC_RETURN_IF_ERROR(upload_->complete_checking(pinned).status());
   committed_ = true;
   failed_ = false;
   return Status();

@@ -16,12 +16,21 @@
 // lanes (threads of this sink: the store's connection limit) copy them while the caller writes
 // on, its parts numbered after them: all copies of a save are in flight together, across
 // ranges, none waiting for an earlier range's batch. A server copies a part at the speed of one
-// stream, and copies are nearly all the bytes of an incremental save. Each copy is pinned with
-// x-amz-copy-source-if-match where the server honours it; the source's HEAD that pins them on
-// servers that do not runs once, in commit() (MultipartUpload::check_copy_sources). A store that
+// stream, and copies are nearly all the bytes of an incremental save. The lanes' copies are
+// pinned by one HEAD of the source after all of them, in commit() (beside the create-only HEAD
+// of the new object: MultipartUpload::complete_checking), not by x-amz-copy-source-if-match,
+// which Swift answers with 412 for an unchanged source (remote/s3_upload_part_copy.cpp). A store that
 // refuses a copy (kUnsupported or kInvalidArgument: 501 / 400, GCS's XML API) gets that part's
 // bytes read back and sent by its lane (one such part in memory at a time: a lane mutex), and
 // every later range read back by the caller (copy_refused() says why).
+// Copies ahead (copy_ahead()): where parts go in any order, a caller that can guess its first
+// copied range before it knows it (an incremental save: the base's data frames, all of which a
+// small change keeps) has them copied as parts 1..k at once, so the store copies while the
+// caller is still working out what to write. The first call after it decides: a copy_range()
+// of the same start takes the pieces that fit in its range; everything else (bytes written
+// first, another start, the pieces past the range's end) discards them: those not started yet
+// are dropped, those running are waited for, and their numbers are sent again by the parts
+// that follow (MultipartUpload::discard_part); a discarded copy costs the store's work only.
 // Where parts go in order (the local store, copy_file_range), copies run on the calling thread:
 // the very first alone and short (first_copy_bytes()), so a store that refuses it costs little,
 // then the rest as consecutive parts (MultipartUpload::copy_parts).
@@ -34,8 +43,10 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -83,6 +94,10 @@ class StoreCopySink final : public ByteSink {
   Status write(std::span<const std::byte> bytes) override;
   // Appends bytes [offset, offset + length) of the source object.
   Status copy_range(uint64_t offset, uint64_t length);
+  // Starts copying [offset, offset + length) of the source as the first parts, ahead of the
+  // copy_range() the caller expects to make first (see above). Nothing happens where parts go
+  // in order, once anything was written, copied or queued, or for less than min_copy_bytes().
+  void copy_ahead(uint64_t offset, uint64_t length);
   Status commit() override;
   uint64_t bytes_written() const override { return written_; }
 
@@ -99,7 +114,15 @@ class StoreCopySink final : public ByteSink {
     int number = 0;
     remote::RangeRequest source;
   };
+  // A piece copy_ahead() queued: part `number` is source bytes [offset, offset + length).
+  struct AheadPiece {
+    int number = 0;
+    uint64_t offset = 0, length = 0;
+  };
   Status send_pending();
+  // The first call after copy_ahead(): takes the pieces that start at `offset` and end within
+  // `length` (advancing both), then discards the rest. `offset` null: a write, uses none.
+  Status settle_ahead(uint64_t* offset, uint64_t* length);
   Status read_back(uint64_t offset, uint64_t length);
   // Any-order uploads: queues `length` bytes from `offset` as parts for the lanes.
   void queue_copies(uint64_t offset, uint64_t length);
@@ -117,20 +140,21 @@ class StoreCopySink final : public ByteSink {
   int next_part_ = 1;
   uint64_t written_ = 0;
   bool failed_ = false, committed_ = false;
-  bool queued_any_ = false;  // a copy went to the lanes: commit() checks the source
-  StoreCopyCounts counts_;   // the writer's; the lanes' changes are in lane_sent_*
+  bool queued_any_ = false;        // a copy went to the lanes: commit() checks the source
+  std::vector<AheadPiece> ahead_;  // copy_ahead()'s pieces, until the first call settles them
+  StoreCopyCounts counts_;         // the writer's; the lanes' changes are in lane_sent_
 
   mutable std::mutex mu_;  // guards the fields below
   std::condition_variable work_cv_, idle_cv_;
   std::deque<CopyJob> queue_;
   int running_ = 0;
+  std::set<int> running_numbers_;  // the parts the lanes are copying now
   bool closing_ = false;
-  Status lane_status_;            // the first failure of a lane
-  std::string copy_refused_;      // why the store refused a copy
-  uint64_t lane_sent_bytes_ = 0;  // parts queued as copies that a lane sent instead
-  uint32_t lane_sent_parts_ = 0;
-  std::mutex fallback_mu_;           // one refused part read back at a time (memory)
-  std::vector<std::jthread> lanes_;  // last: joined (destroyed) before the upload is aborted
+  Status lane_status_;                 // the first failure of a lane
+  std::string copy_refused_;           // why the store refused a copy
+  std::map<int, uint64_t> lane_sent_;  // parts queued as copies that a lane sent instead: number -> bytes
+  std::mutex fallback_mu_;             // one refused part read back at a time (memory)
+  std::vector<std::jthread> lanes_;    // last: joined (destroyed) before the upload is aborted
 };
 
 }  // namespace lazycache::cli

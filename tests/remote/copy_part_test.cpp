@@ -5,7 +5,8 @@
 //   [swift]   Swift s3api (UploadPartCopy), fixture "swift"
 //   [s3rver]  s3rver 5, fixture "s3rver": what it supports is checked and stated either way
 // Ranges on and off part boundaries, S3's 5 MiB minimum, a source replaced before the copy
-// (the copy is pinned to its ETag), create-only, and no upload left behind after a failure.
+// (the copy is pinned to its ETag), create-only, no upload left behind after a failure, and (S3)
+// parts discarded and sent again.
 #include <catch2/catch.hpp>
 #include <filesystem>
 
@@ -42,9 +43,9 @@ std::string read_all(ObjectStore& store, const std::string& key) {
 
 std::span<const std::byte> bytes_of(const std::string& s) { return std::as_bytes(std::span<const char>(s)); }
 
-std::unique_ptr<MultipartUpload> start(ObjectStore& store, const std::string& key) {
+std::unique_ptr<MultipartUpload> start(ObjectStore& store, const std::string& key, bool create_only = true) {
   PutOptions opts;
-  opts.create_only = true;
+  opts.create_only = create_only;
   auto up = store.start_upload(key, opts);
   INFO(up.status().to_string());
   REQUIRE(up.ok());
@@ -87,7 +88,7 @@ void copy_parts(ObjectStore& store, const std::string& p, uint64_t min) {
     }  // destroyed uncompleted: aborted
     CHECK(store.head(p + "pinned").error().code() == ErrorCode::kNotFound);
   }
-  SECTION("create-only: an existing key is refused before anything is sent") {
+  SECTION("create-only: an existing key is refused (an upload initiated beside the HEAD is aborted), no part sent") {
     put_string(store, p + "exists", "x");
     PutOptions opts;
     opts.create_only = true;
@@ -128,7 +129,9 @@ void parallel_copies(const S3Env& env, ObjectStore& setup, const std::string& p)
   const std::string src_bytes = ramp(4, 0, 24 * kMiB);
   const ObjectInfo src = put_string(setup, p + "par-base", src_bytes);
   auto store = s3_store_from_env(env, "lazycache-test");
-  auto up = start(*store, p + "par");
+  // Not create-only: its HEAD runs beside the initiation, which would leave two in flight before
+  // the copies.
+  auto up = start(*store, p + "par", false);
   std::vector<RangeRequest> sources;  // the base's four 6 MiB quarters, last first
   for (uint64_t q = 4; q > 0; --q) sources.push_back(RangeRequest{p + "par-base", (q - 1) * 6 * kMiB, 6 * kMiB, src.etag});
   const int before = store->http().max_in_flight();
@@ -153,6 +156,40 @@ void parallel_copies(const S3Env& env, ObjectStore& setup, const std::string& p)
     }
     CHECK(store->head(p + "par-pinned").error().code() == ErrorCode::kNotFound);
   }
+}
+
+// MultipartUpload::discard_part, what copies made ahead of an incremental save rely on: a part
+// copied and then discarded is replaced by a later part under its number, one discarded after
+// the last part sent is left out of the completion, and the unchecked copies (no
+// x-amz-copy-source-if-match) are pinned by complete_checking's HEAD.
+void discarded_parts(ObjectStore& store, const std::string& p) {
+  const std::string src_bytes = ramp(6, 0, 18 * kMiB);
+  const ObjectInfo src = put_string(store, p + "disc-base", src_bytes);
+  const std::vector<RangeRequest> pinned{RangeRequest{p + "disc-base", 0, 0, src.etag}};
+  {
+    auto up = start(store, p + "disc");
+    REQUIRE(up->copy_part_unchecked(1, RangeRequest{p + "disc-base", 0, 6 * kMiB, src.etag}).ok());
+    REQUIRE(up->copy_part_unchecked(2, RangeRequest{p + "disc-base", 6 * kMiB, 6 * kMiB, src.etag}).ok());
+    REQUIRE(up->copy_part_unchecked(3, RangeRequest{p + "disc-base", 12 * kMiB, 6 * kMiB, src.etag}).ok());
+    REQUIRE(up->discard_part(2).ok());
+    REQUIRE(up->discard_part(3).ok());
+    REQUIRE(up->discard_part(7).ok());  // never sent: nothing to leave out
+    const std::string sent = ramp(7, 0, 100);
+    REQUIRE(up->upload_part(2, bytes_of(sent)).ok());  // replaces the discarded copy
+    auto done = up->complete_checking(pinned);
+    INFO(done.status().to_string());
+    REQUIRE(done.ok());
+    CHECK(done->size == 6 * kMiB + sent.size());
+    CHECK(read_all(store, p + "disc") == src_bytes.substr(0, 6 * kMiB) + sent);
+  }
+  // A source replaced after unchecked copies fails complete_checking: nothing is published.
+  {
+    auto up = start(store, p + "disc-pinned");
+    REQUIRE(up->copy_part_unchecked(1, RangeRequest{p + "disc-base", 0, 6 * kMiB, src.etag}).ok());
+    put_string(store, p + "disc-base", ramp(8, 0, 18 * kMiB));
+    CHECK(up->complete_checking(pinned).status().code() == ErrorCode::kPreconditionFailed);
+  }
+  CHECK(store.head(p + "disc-pinned").error().code() == ErrorCode::kNotFound);
 }
 
 }  // namespace
@@ -184,6 +221,7 @@ TEST_CASE("copy parts: Swift s3api", "[swift]") {
   copy_parts(*store, s3_prefix("swift"), 5 * kMiB);
   SECTION("the 5 MiB minimum") { five_mib_minimum(*store, s3_prefix("swift"), true); }
   SECTION("parts copied at once") { parallel_copies(env, *store, s3_prefix("swift")); }
+  SECTION("discarded parts") { discarded_parts(*store, s3_prefix("swift")); }
   SECTION("its if-match quirk is probed once per endpoint and process") {
     // copy_parts() copied from a multipart source with x-amz-copy-source-if-match: Swift
     // answered 412 and a HEAD showed the source unchanged.
@@ -205,6 +243,7 @@ TEST_CASE("copy parts: s3rver 5", "[s3rver]") {
   auto store = s3_store_from_env(env, "lazycache-test");
   copy_parts(*store, s3_prefix("s3rver"), 5 * kMiB);
   SECTION("parts copied at once") { parallel_copies(env, *store, s3_prefix("s3rver")); }
+  SECTION("discarded parts") { discarded_parts(*store, s3_prefix("s3rver")); }
   // s3rver ignores x-amz-copy-source-if-match (docs/stores.md): no 412, nothing remembered.
   CHECK(!store->copy_if_match_known_broken());
 }

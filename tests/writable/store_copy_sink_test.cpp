@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <thread>
 
 #include "remote/local_dir_object_store.h"
 #include "tools/store_copy_sink.h"
@@ -170,6 +171,14 @@ TEST_CASE("store copy sink: a long range is copied as parts the store copies at 
   CHECK(r.sink->counts().bytes_read_back == 0);
 }
 
+// The bytes a server copies for `source`.
+Result<std::string> read_source(ObjectStore& store, const RangeRequest& source) {
+  std::string bytes(source.length, '\0');
+  auto n = store.get_range(source, std::as_writable_bytes(std::span<char>(bytes)));
+  if (!n.ok()) return n.error();
+  return bytes;
+}
+
 // An upload that takes parts in any order (as S3's does). Each copy holds (at most 20 s) until
 // `together` copies are in flight at once and a part numbered after every copy was uploaded
 // meanwhile, and says whether both happened: a sink that ran its copies one after the other,
@@ -198,11 +207,10 @@ class AnyOrderUpload final : public MultipartUpload {
       const bool ok = cv_.wait_for(lock, std::chrono::seconds(20), [&] { return entered_ >= together_ && highest_uploaded_ > number; });
       all_overlapped_ = all_overlapped_ && ok;
     }
-    std::string bytes(source.length, '\0');
-    auto n = store_.get_range(source, std::as_writable_bytes(std::span<char>(bytes)));
-    if (!n.ok()) return n.error();
+    auto bytes = read_source(store_, source);
+    if (!bytes.ok()) return bytes.error();
     std::lock_guard lock(mu_);
-    parts_[number] = std::move(bytes);
+    parts_[number] = std::move(bytes).value();
     return Status();
   }
   Status check_copy_sources(const std::vector<RangeRequest>& sources) override {
@@ -274,6 +282,157 @@ TEST_CASE("store copy sink: where parts go in any order, a refused copy is sent 
     CHECK(sink.counts().bytes_copied == 0);
     CHECK(sink.counts().bytes_read_back == 30 * kMiB);
   }
+}
+
+// An upload that takes parts in any order and lets a part be sent again (as S3 does: the later
+// part replaces it) or discarded (MultipartUpload::discard_part). Copies block (at most 20 s)
+// until release() so a test can see them in flight before the writer asks for them.
+class ReplacingUpload final : public MultipartUpload {
+ public:
+  ReplacingUpload(ObjectStore& store, std::map<int, std::string>& parts) : store_(store), parts_(parts) {}
+  uint64_t min_part_bytes() const override { return 5 * kMiB; }
+  uint64_t max_part_bytes() const override { return 5ull << 30; }
+  bool parts_in_any_order() const override { return true; }
+  Status upload_part(int number, std::span<const std::byte> bytes) override {
+    std::lock_guard lock(mu_);
+    parts_[number].assign(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+    return Status();
+  }
+  Status copy_part(int number, const RangeRequest& source) override {
+    {
+      std::unique_lock lock(mu_);
+      ++started_;
+      cv_.notify_all();
+      cv_.wait_for(lock, std::chrono::seconds(20), [&] { return released_; });
+    }
+    auto bytes = read_source(store_, source);
+    if (!bytes.ok()) return bytes.error();
+    std::lock_guard lock(mu_);
+    parts_[number] = std::move(bytes).value();
+    return Status();
+  }
+  Status discard_part(int number) override {
+    std::lock_guard lock(mu_);
+    parts_.erase(number);
+    ++discarded_;
+    return Status();
+  }
+  Result<ObjectInfo> complete() override {
+    std::lock_guard lock(mu_);
+    int expect = 1;
+    for (const auto& [number, bytes] : parts_) {
+      if (number != expect++) return Status(ErrorCode::kInvalidArgument, "part " + std::to_string(expect - 1) + " missing");
+      if (number < static_cast<int>(parts_.size()) && bytes.size() < min_part_bytes())
+        return Status(ErrorCode::kInvalidArgument, "EntityTooSmall: part " + std::to_string(number));
+    }
+    return ObjectInfo{"out", 0, "\"e\"", 0};
+  }
+  // True once `n` copies are in flight together (at most 20 s).
+  bool wait_started(int n) {
+    std::unique_lock lock(mu_);
+    return cv_.wait_for(lock, std::chrono::seconds(20), [&] { return started_ >= n; });
+  }
+  void release() {
+    std::lock_guard lock(mu_);
+    released_ = true;
+    cv_.notify_all();
+  }
+  int started() {
+    std::lock_guard lock(mu_);
+    return started_;
+  }
+  int discarded() {
+    std::lock_guard lock(mu_);
+    return discarded_;
+  }
+
+ private:
+  ObjectStore& store_;
+  std::map<int, std::string>& parts_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int started_ = 0, discarded_ = 0;
+  bool released_ = false;
+};
+
+std::string assembled(const std::map<int, std::string>& parts) {
+  std::string object;
+  for (const auto& [number, bytes] : parts) object += bytes;
+  return object;
+}
+
+TEST_CASE("store copy sink: copies made ahead of the writer", "[copy-sink][ahead]") {
+  Fixture f;
+  std::map<int, std::string> parts;
+  auto owned = std::make_unique<ReplacingUpload>(*f.store, parts);
+  ReplacingUpload& upload = *owned;
+  cli::StoreCopySink sink(f.store, std::move(owned), RangeRequest{"base", 0, 0, f.base_info.etag}, 16 * kMiB, 4);
+  // 40 MiB ahead: four pieces of 10 MiB, all in flight before the writer says what it copies.
+  sink.copy_ahead(0, 40 * kMiB);
+  REQUIRE(upload.wait_started(4));
+  const std::string tail = pattern(9, 100);
+  SECTION("the writer's first range is the one guessed: every piece is used, nothing copied twice") {
+    upload.release();
+    REQUIRE(sink.copy_range(0, 40 * kMiB).ok());
+    REQUIRE(write(sink, tail).ok());
+    REQUIRE(sink.commit().ok());
+    CHECK(assembled(parts) == f.base + tail);
+    CHECK(upload.started() == 4);
+    CHECK(upload.discarded() == 0);
+    CHECK(sink.counts().bytes_copied == 40 * kMiB);
+    CHECK(sink.counts().parts_copied == 4);
+  }
+  SECTION("a shorter first range: the pieces inside it are used, the rest discarded and their numbers sent again") {
+    upload.release();
+    REQUIRE(sink.copy_range(0, 25 * kMiB).ok());  // pieces 1-2 (20 MiB), then 5 MiB copied anew
+    const std::string fresh = pattern(3, 6 * kMiB);
+    REQUIRE(write(sink, fresh).ok());
+    REQUIRE(write(sink, tail).ok());
+    REQUIRE(sink.commit().ok());
+    CHECK(assembled(parts) == f.base.substr(0, 25 * kMiB) + fresh + tail);
+    CHECK(upload.discarded() == 2);
+    CHECK(sink.counts().bytes_copied == 25 * kMiB);
+  }
+  SECTION("bytes written first: every piece is discarded, even those still being copied") {
+    const std::string fresh = pattern(4, 6 * kMiB);
+    std::thread later([&] {
+      // The writer waits for the copies in flight before it sends under their numbers.
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      upload.release();
+    });
+    REQUIRE(write(sink, fresh).ok());
+    REQUIRE(sink.copy_range(10 * kMiB, 30 * kMiB).ok());
+    REQUIRE(write(sink, tail).ok());
+    REQUIRE(sink.commit().ok());
+    later.join();
+    CHECK(assembled(parts) == fresh + f.base.substr(10 * kMiB) + tail);
+    CHECK(upload.discarded() == 4);
+    CHECK(sink.counts().bytes_copied == 30 * kMiB);
+  }
+  SECTION("another start: nothing is used") {
+    upload.release();
+    REQUIRE(sink.copy_range(5 * kMiB, 35 * kMiB).ok());
+    REQUIRE(sink.commit().ok());
+    CHECK(assembled(parts) == f.base.substr(5 * kMiB));
+    CHECK(upload.discarded() == 4);
+  }
+}
+
+TEST_CASE("store copy sink: no copies ahead where parts go in order, or once something was written", "[copy-sink][ahead]") {
+  Fixture f;
+  Recorded r(f, false, 8 * kMiB);
+  r.sink->copy_ahead(0, 40 * kMiB);  // the local store appends in order: nothing happens
+  CHECK(r.parts.empty());
+  std::map<int, std::string> parts;
+  auto owned = std::make_unique<ReplacingUpload>(*f.store, parts);
+  ReplacingUpload& upload = *owned;
+  upload.release();
+  cli::StoreCopySink sink(f.store, std::move(owned), RangeRequest{"base", 0, 0, f.base_info.etag}, 16 * kMiB, 4);
+  REQUIRE(write(sink, "x").ok());
+  sink.copy_ahead(0, 40 * kMiB);
+  REQUIRE(sink.commit().ok());
+  CHECK(upload.started() == 0);
+  CHECK(assembled(parts) == "x");
 }
 
 TEST_CASE("copy pieces: one per lane, none below the minimum or above the maximum, no short last", "[copy-sink]") {
