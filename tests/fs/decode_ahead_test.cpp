@@ -22,7 +22,6 @@
 #include "page_cache_fixture.h"
 
 using namespace lazycache;
-using lazycache::testing::TempDir;
 
 namespace {
 
