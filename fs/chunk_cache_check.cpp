@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <lmdb.h>
 #include <signal.h>
+#include <spawn.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
@@ -13,7 +14,9 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -203,6 +206,59 @@ int walk(int fd, const std::string& path, size_t map_size) {
   return verdict;
 }
 
+// The child's side. The walk runs in a fresh image of this executable (posix_spawn of
+// /proc/self/exe), not in a forked copy of the caller: a forked child of a process with other
+// threads inherits every lock they held at the fork, and the walk allocates. ASan's allocator
+// (GCC 12's does not lock around fork) left such a child waiting forever, and the timeout then
+// set a sound index aside (writable_incremental_save_test, a clean-clone CI run; the daemon and
+// unmount --save both run threads when they open the cache). Any executable that links this
+// file can be the child: the request comes in the environment, and this constructor runs the
+// walk before the program's main() and exits. The verdict goes to standard output (the pipe).
+constexpr const char* kRequestVariable = "LAZYCACHE_INTERNAL_INDEX_CHECK";  // "MAPSIZE:PATH"
+
+[[gnu::constructor]] void walk_if_requested() {
+  const char* request = std::getenv(kRequestVariable);
+  if (request == nullptr) return;
+  char* rest = nullptr;
+  const unsigned long long map_size = std::strtoull(request, &rest, 10);
+  if (rest == nullptr || *rest != ':') ::_exit(kCannotOpen);
+  g_report_fd = STDOUT_FILENO;
+  struct sigaction sa {};
+  sa.sa_handler = on_crash;
+  for (int sig : {SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL}) ::sigaction(sig, &sa, nullptr);
+  ::_exit(walk(STDOUT_FILENO, rest + 1, static_cast<size_t>(map_size)));
+}
+
+// Starts the child with its standard output on `report_fd`, standard input and error on
+// /dev/null (LMDB's assertions print to stderr: the parent gives the one warning). -1 when it
+// cannot be started.
+pid_t spawn_walk(const std::string& path, size_t map_size, int report_fd) {
+  // The child needs no credentials or settings of the caller: only the request, and the
+  // sanitizers' options of a test build.
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string_view var(*e);
+    const auto name_end = var.find('=');
+    if (name_end != std::string_view::npos && var.substr(0, name_end).ends_with("SAN_OPTIONS")) env_strings.emplace_back(var);
+  }
+  env_strings.push_back(std::string(kRequestVariable) + "=" + std::to_string(map_size) + ":" + path);
+  std::vector<char*> envp;
+  for (std::string& e : env_strings) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  std::string arg0 = "lazycache-index-check";
+  char* argv[] = {arg0.data(), nullptr};
+
+  posix_spawn_file_actions_t actions;
+  if (::posix_spawn_file_actions_init(&actions) != 0) return -1;
+  ::posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  ::posix_spawn_file_actions_adddup2(&actions, report_fd, STDOUT_FILENO);
+  ::posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+  pid_t pid = -1;
+  const int rc = ::posix_spawn(&pid, "/proc/self/exe", &actions, nullptr, argv, envp.data());
+  ::posix_spawn_file_actions_destroy(&actions);
+  return rc == 0 ? pid : -1;
+}
+
 }  // namespace
 
 IndexCheck check_index(const std::string& path, size_t map_size, std::chrono::milliseconds limit) {
@@ -210,24 +266,12 @@ IndexCheck check_index(const std::string& path, size_t map_size, std::chrono::mi
   if (::stat(path.c_str(), &st) != 0 || st.st_size == 0) return {};  // none yet: LMDB creates it
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) return {};  // cannot check: open as before
-  const pid_t pid = ::fork();
+  const pid_t pid = spawn_walk(path, map_size, fds[1]);
+  ::close(fds[1]);
   if (pid < 0) {
     ::close(fds[0]);
-    ::close(fds[1]);
     return {};
   }
-  if (pid == 0) {
-    ::close(fds[0]);
-    g_report_fd = fds[1];
-    // LMDB's assertions print to stderr: the parent gives the one warning.
-    int null = ::open("/dev/null", O_WRONLY);
-    if (null >= 0) ::dup2(null, STDERR_FILENO);
-    struct sigaction sa {};
-    sa.sa_handler = on_crash;
-    for (int sig : {SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL}) ::sigaction(sig, &sa, nullptr);
-    ::_exit(walk(fds[1], path, map_size));
-  }
-  ::close(fds[1]);
   int status = 0;
   const auto deadline = std::chrono::steady_clock::now() + limit;
   bool timed_out = false;

@@ -7,7 +7,9 @@
 // truncated or meta-damaged file fails every open with MDB_INVALID. The cache is disposable, so
 // the answer to damage is to set it aside and start afresh, once, with a warning.
 //
-// How damage is found: a forked child opens the index read-only (a reader like any other: it
+// How damage is found: a child process (a fresh image of this executable, started with
+// posix_spawn: never a fork of the caller, whose other threads' locks a forked child would
+// inherit; chunk_cache_check.cpp) opens the index read-only (a reader like any other: it
 // registers in the lock file, so live writers never recycle the pages it walks) and walks
 // every table, the freelist included, touching every key and value and checking what LMDB
 // itself trusts blindly: each row lies inside the file, keys ascend, rows have the shape the
@@ -16,7 +18,7 @@
 // clean walk is remembered in index.mdb.checked, keyed by the file's device, inode, size,
 // mtime and ctime: every write changes ctime (user space cannot set it), so an unchanged file
 // is not walked again, and a file changed since (by a mount that then crashed, by a bit flip
-// that went through the filesystem) is. Cost: a fork and a walk of the rows, which are small
+// that went through the filesystem) is. Cost: a process start and a walk of the rows, which are small
 // (a few hundred bytes per cached frame): measured in docs/reliability.md.
 #pragma once
 
