@@ -141,7 +141,9 @@ class Index {
 class ArchiveReader {
  public:
   // Errors: kCorrupt (not a lazycache archive, bad checksums), kUnsupported, and the source's.
-  static Result<std::unique_ptr<ArchiveReader>> open(std::shared_ptr<const ByteSource> source);
+  // `first_read_bytes`: the size of the first read, from the end (default 256 KiB); a caller
+  // that knows the index is larger asks for more and saves the second read's round trip.
+  static Result<std::unique_ptr<ArchiveReader>> open(std::shared_ptr<const ByteSource> source, uint64_t first_read_bytes = 0);
 
   virtual ~ArchiveReader() = default;
   virtual const Index& index() const = 0;

@@ -95,13 +95,13 @@ Status check_against_seek_table(const Index& index, const SeekTable& st) {
 
 }  // namespace
 
-Result<std::unique_ptr<ArchiveReader>> ArchiveReader::open(std::shared_ptr<const ByteSource> source) {
+Result<std::unique_ptr<ArchiveReader>> ArchiveReader::open(std::shared_ptr<const ByteSource> source, uint64_t first_read_bytes) {
   const uint64_t size = source->size();
   const std::string what = source->describe();
   auto fail = [&](const Status& s) { return s.with_context(what); };
   if (size < kSeekTableFooterBytes)
     return fail(Status(ErrorCode::kCorrupt, "too small to be an archive (" + std::to_string(size) + " bytes)"));
-  uint64_t tail_len = std::min(size, kTailReadBytes);
+  uint64_t tail_len = std::min(size, first_read_bytes > 0 ? first_read_bytes : kTailReadBytes);
   std::string tail(tail_len, '\0');
   {
     auto r = source->read_at(size - tail_len, std::as_writable_bytes(std::span<char>(tail)));

@@ -94,6 +94,27 @@ TEST_CASE("ArchiveHead::plan: the auto plan's first wave, never into the tail, n
   CHECK(explicit_plan[0] == (1u << 20));
 }
 
+TEST_CASE("ArchiveReader::open: a first read that holds the index opens in one read, a short one takes two", "[unit]") {
+  Fixture f;
+  const uint64_t size = f.source->size();
+  // The size of the last read when the first read is too short: the seek table plus the index.
+  auto two = format::ArchiveReader::open(f.source, 1024);
+  REQUIRE(two.ok());
+  auto reads = f.source->reads();
+  REQUIRE(reads.size() == 2);
+  CHECK(reads[0] == std::make_pair(size - 1024, uint64_t{1024}));
+  const uint64_t tail_bytes = reads[1].second + 1024;
+  REQUIRE(tail_bytes < size);
+
+  Fixture g;  // a fresh record of reads
+  auto one = format::ArchiveReader::open(g.source, tail_bytes + 4096);
+  REQUIRE(one.ok());
+  reads = g.source->reads();
+  REQUIRE(reads.size() == 1);
+  CHECK(reads[0].second == tail_bytes + 4096);  // (g's archive may differ from f's by a few bytes)
+  CHECK((*one)->index().entry_count() == (*two)->index().entry_count());
+}
+
 TEST_CASE("the parts a head covers are not read again, and the tree is the source's", "[unit]") {
   Fixture fx;
   const uint64_t head_bytes = fx.source->size() / 2;
