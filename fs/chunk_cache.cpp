@@ -86,13 +86,15 @@ Status lmdb_status(int rc, const std::string& what) {
 class Txn {
  public:
   Txn() = default;
-  Txn(Txn&& o) noexcept : txn_(o.txn_), resize_lock_(std::move(o.resize_lock_)) { o.txn_ = nullptr; }
+  Txn(Txn&& o) noexcept : txn_(o.txn_), resize_lock_(std::move(o.resize_lock_)), watch_(o.watch_) { o.txn_ = nullptr; }
   Txn& operator=(Txn&&) = delete;
   ~Txn() {
     if (txn_ != nullptr) mdb_txn_abort(txn_);
   }
-  static Result<Txn> begin(MDB_env* env, std::shared_mutex& resize_mu, bool write) {
+  // `watch`: a write transaction's commit tells it (fs/chunk_cache_check.h OwnWritesWatch).
+  static Result<Txn> begin(MDB_env* env, std::shared_mutex& resize_mu, bool write, OwnWritesWatch* watch = nullptr) {
     Txn t;
+    t.watch_ = write ? watch : nullptr;
     t.resize_lock_ = std::shared_lock(resize_mu);
     int rc = mdb_txn_begin(env, nullptr, write ? 0 : MDB_RDONLY, &t.txn_);
     if (rc == MDB_MAP_RESIZED) {
@@ -114,8 +116,10 @@ class Txn {
     return t;
   }
   Status commit() {
+    if (watch_ != nullptr) watch_->before_commit();
     int rc = mdb_txn_commit(txn_);
     txn_ = nullptr;
+    if (watch_ != nullptr) watch_->after_commit();
     return rc == 0 ? Status() : lmdb_status(rc, "commit");
   }
   MDB_txn* get() const { return txn_; }
@@ -123,6 +127,7 @@ class Txn {
  private:
   MDB_txn* txn_ = nullptr;
   std::shared_lock<std::shared_mutex> resize_lock_;
+  OwnWritesWatch* watch_ = nullptr;
 };
 
 struct DigestKey {
@@ -277,6 +282,7 @@ Status ChunkCache::open_checked_index() {
     Status s = open_index();
     if (s.ok()) {
       mark_checked(index, walked.empty() && !checked_before(index) ? identity_of(index) : walked);
+      own_writes_.trust_from_now();
       return s;
     }
     if (s.code() != ErrorCode::kCorrupt) return s;
@@ -289,6 +295,7 @@ Status ChunkCache::open_checked_index() {
       "); moved it aside as index.mdb.damaged and started an empty cache (frames are fetched from the store again; `lazycache cache gc` removes the old blobs)");
   LC_RETURN_IF_ERROR(open_index());
   mark_checked(index, identity_of(index));
+  own_writes_.trust_from_now();
   return Status();
 }
 
@@ -321,7 +328,7 @@ Status ChunkCache::open_index_env() {
   }
   int dead = 0;
   mdb_reader_check(env_, &dead);  // slots of killed processes would pin old pages forever
-  LC_ASSIGN_OR_RETURN(Txn txn, Txn::begin(env_, env_mu_, true));
+  LC_ASSIGN_OR_RETURN(Txn txn, Txn::begin(env_, env_mu_, true, &own_writes_));
   MDB_dbi dbi;
   if ((rc = mdb_dbi_open(txn.get(), "chunks", MDB_CREATE, &dbi)) != 0) return lmdb_status(rc, "open chunks table");
   dbi_chunks_ = dbi;
@@ -336,6 +343,7 @@ ChunkCache::~ChunkCache() {
   if (env_ == nullptr) return;
   ignore_error(flush(), "best effort at close: losing LRU hints only ages chunks");
   mdb_env_close(env_);
+  own_writes_.mark_if_only_own();  // the next open need not walk what only this process wrote
 }
 
 std::string ChunkCache::blob_path(const Digest128& d) const {
@@ -391,7 +399,7 @@ Result<std::string> ChunkCache::get(const Digest128& digest) {
 }
 
 Status ChunkCache::remove_row(const Digest128& d) {
-  LC_ASSIGN_OR_RETURN(Txn txn, Txn::begin(env_, env_mu_, true));
+  LC_ASSIGN_OR_RETURN(Txn txn, Txn::begin(env_, env_mu_, true, &own_writes_));
   auto row = get_row(txn.get(), dbi_chunks_, d);
   if (!row) return Status();
   DigestKey key(d);
@@ -433,7 +441,7 @@ Status ChunkCache::flush() {
     hits.swap(pending_);
   }
   if (hits.empty()) return Status();
-  LC_ASSIGN_OR_RETURN(Txn txn, Txn::begin(env_, env_mu_, true));
+  LC_ASSIGN_OR_RETURN(Txn txn, Txn::begin(env_, env_mu_, true, &own_writes_));
   LC_RETURN_IF_ERROR(apply_hits(txn.get(), dbi_chunks_, dbi_lru_, dbi_meta_, hits));
   return txn.commit();
 }
@@ -518,7 +526,7 @@ Result<ChunkCache::Room> ChunkCache::make_room(uint64_t size) {
   std::vector<Digest128> evicted;
   uint64_t freed = 0, total = 0;
   {
-    auto txn = Txn::begin(env_, env_mu_, true);
+    auto txn = Txn::begin(env_, env_mu_, true, &own_writes_);
     if (!txn.ok()) {
       release(size);
       return txn.error();
@@ -579,7 +587,7 @@ Status ChunkCache::insert_row(const Digest128& digest, uint64_t size) {
   std::vector<Digest128> evicted;
   uint64_t freed = 0;
   {
-    LC_ASSIGN_OR_RETURN(Txn txn, Txn::begin(env_, env_mu_, true));
+    LC_ASSIGN_OR_RETURN(Txn txn, Txn::begin(env_, env_mu_, true, &own_writes_));
     LC_RETURN_IF_ERROR(apply_hits(txn.get(), dbi_chunks_, dbi_lru_, dbi_meta_, hits));
     // Under LMDB's writer lock, as evictions unlink: a blob another process's eviction removed
     // after our rename gets no row (a miss later, never a row without its file).
@@ -647,11 +655,11 @@ Status ChunkCache::put(const Digest128& digest, std::span<const std::byte> bytes
     std::lock_guard lock(write_mu_);
     unindexed_ -= std::min(unindexed_, bytes.size());
   }
-  if (Status s = indexed; !s.ok()) {
+  if (!indexed.ok()) {
     // No row names the blob (unless another process stored the same digest): remove it now
     // rather than leave gc() an orphan taking space on a disk that is likely full.
     if (!contains(digest)) ::unlink(final_path.c_str());
-    return write_failed(s);
+    return write_failed(indexed);
   }
   bool resumed = false;
   {
@@ -676,7 +684,7 @@ Result<ChunkCacheGcReport> ChunkCache::gc() {
   ChunkCacheGcReport report;
   std::vector<Digest128> evicted;
   {
-    LC_ASSIGN_OR_RETURN(Txn txn, Txn::begin(env_, env_mu_, true));
+    LC_ASSIGN_OR_RETURN(Txn txn, Txn::begin(env_, env_mu_, true, &own_writes_));
     LC_RETURN_IF_ERROR(evict_locked(txn.get(), max_bytes(), evicted, report.bytes_freed));
     LC_RETURN_IF_ERROR(txn.commit());
   }
@@ -746,7 +754,7 @@ Status ChunkCache::clear() {
     pending_.clear();
   }
   {
-    LC_ASSIGN_OR_RETURN(Txn txn, Txn::begin(env_, env_mu_, true));
+    LC_ASSIGN_OR_RETURN(Txn txn, Txn::begin(env_, env_mu_, true, &own_writes_));
     int rc = mdb_drop(txn.get(), dbi_chunks_, 0);
     if (rc == 0) rc = mdb_drop(txn.get(), dbi_lru_, 0);
     if (rc != 0) return lmdb_status(rc, "clear");

@@ -62,6 +62,7 @@
 #include "format/archive.h"
 #include "format/frame_source.h"
 #include "fs/cache_write_backoff.h"
+#include "fs/chunk_cache_check.h"
 
 struct MDB_env;
 
@@ -190,6 +191,7 @@ class ChunkCache final : public format::FrameDataCache {
   // (mdb_env_set_mapsize after MDB_MAP_RESIZED) holds it exclusive, as lmdb.h requires that no
   // transaction of this process be live then.
   mutable std::shared_mutex env_mu_;
+  OwnWritesWatch own_writes_{dir_ + "/index.mdb"};  // marks the index checked at close (chunk_cache_check.h)
   unsigned dbi_chunks_ = 0, dbi_lru_ = 0, dbi_meta_ = 0;
   mutable std::mutex pending_mu_;   // guards pending_, corrupt_removed_; never held across LMDB calls
                                     // except in flush_locked (taken before any write transaction)

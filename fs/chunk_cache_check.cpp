@@ -325,6 +325,28 @@ void mark_checked(const std::string& path, const std::string& before) {
   ignore_error(replace_file(path + ".checked", before), "a missing marker costs a walk, nothing else");
 }
 
+void OwnWritesWatch::trust_from_now() {
+  std::lock_guard lock(mu_);
+  last_ = identity_of(path_);
+  trusted_ = !last_.empty();
+  foreign_ = false;
+}
+
+void OwnWritesWatch::before_commit() {
+  std::lock_guard lock(mu_);
+  if (trusted_ && !foreign_ && identity_of(path_) != last_) foreign_ = true;
+}
+
+void OwnWritesWatch::after_commit() {
+  std::lock_guard lock(mu_);
+  if (trusted_ && !foreign_) last_ = identity_of(path_);
+}
+
+void OwnWritesWatch::mark_if_only_own() {
+  std::lock_guard lock(mu_);
+  if (trusted_ && !foreign_) mark_checked(path_, last_);  // mark_checked: only if still last_
+}
+
 Status set_index_aside(const std::string& dir) {
   const std::string index = dir + "/index.mdb";
   ::unlink((index + ".checked").c_str());

@@ -8,6 +8,7 @@
 #include <lmdb.h>
 #include <pthread.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -168,6 +169,53 @@ TEST_CASE("a damaged index changed behind the marker's back is walked again", "[
   CHECK_FALSE(fs::checked_before(dir.path() + "/index.mdb"));
   Opened o = open_cache(dir.path());
   check_recovered(dir.path(), o);
+}
+
+TEST_CASE("a cache closed after only its own writes is trusted at the next open, without a walk", "[unit]") {
+  TempDir dir;
+  const std::string index = dir.path() + "/index.mdb";
+  fill(dir.path(), 200);  // opens, puts, gets, closes
+  CHECK(fs::checked_before(index));
+  {
+    Opened o = open_cache(dir.path());
+    for (int i = 200; i < 260; ++i) REQUIRE(o.cache->put(digest_of(chunk(i)), bytes_of(chunk(i))).ok());
+    CHECK_FALSE(fs::checked_before(index));  // changed while open: a crash now leaves it stale
+  }
+  CHECK(fs::checked_before(index));
+  Opened again = open_cache(dir.path());
+  CHECK(again.warnings.empty());
+  CHECK(again.cache->stats()->chunk_count == 260);
+}
+
+TEST_CASE("another process's write, or damage, while the cache is open leaves the marker stale", "[unit]") {
+  TempDir dir;
+  const std::string index = dir.path() + "/index.mdb";
+  fill(dir.path(), 200);
+  SECTION("a write of another process between two of ours") {
+    Opened o = open_cache(dir.path());
+    REQUIRE(o.cache->put(digest_of(chunk(500)), bytes_of(chunk(500))).ok());
+    const pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      auto other = ChunkCache::open({dir.path(), 1ull << 30});
+      const bool ok = other.ok() && (*other)->put(digest_of(chunk(501)), bytes_of(chunk(501))).ok();
+      ::_exit(ok ? 0 : 1);
+    }
+    int status = 0;
+    REQUIRE(::waitpid(pid, &status, 0) == pid);
+    REQUIRE((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+    REQUIRE(o.cache->put(digest_of(chunk(502)), bytes_of(chunk(502))).ok());
+    o.cache.reset();
+    CHECK_FALSE(fs::checked_before(index));
+  }
+  SECTION("bytes flipped through the file system") {
+    Opened o = open_cache(dir.path());
+    REQUIRE(flip_live_pages(dir.path()) >= 2);
+    o.cache.reset();
+    CHECK_FALSE(fs::checked_before(index));
+    Opened again = open_cache(dir.path());
+    check_recovered(dir.path(), again);
+  }
 }
 
 namespace {
