@@ -159,7 +159,7 @@ TEST_CASE("head bytes are verified: a corrupted head read fails the extract and 
   CHECK(stats.error().code() == ErrorCode::kCorrupt);
 }
 
-TEST_CASE("a head read corrupted on the way is read again from the source: the extract succeeds", "[unit]") {
+TEST_CASE("a head read corrupted on the way is read again from the source, the extract succeeds", "[unit]") {
   Fixture fx;
   fx.source->bad_below = 1;
   fx.source->corrupt = true;
