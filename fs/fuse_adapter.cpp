@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "fs/fuse_adapter.h"
 
+#include <fcntl.h>
 #include <fuse_lowlevel.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -17,6 +18,7 @@
 #include "fs/attr_stat.h"
 #include "fs/errno_map.h"
 #include "fs/fuse_reply.h"
+#include "fs/inode_handles.h"
 #include "fs/inode_numbers.h"
 
 namespace lazycache::fs {
@@ -34,12 +36,21 @@ class ReadOnlyMount {
   EntryId to_id(uint64_t ino) const { return inodes_.entry(ino); }
   uint64_t to_ino(EntryId id) const { return inodes_.inode(id); }
   RequestCounts& requests() { return requests_; }
+  // Handles for READs that carry none (the kernel opened the file itself: kernel_opens).
+  InodeHandles& handles() { return handles_; }
+
+  // Set at init: the config asks for zero-message opens and the kernel takes ENOSYS for success.
+  std::atomic<bool> kernel_opens{false};
+  std::atomic<bool> kernel_opendirs{false};
 
  private:
+  // Enough for the files a job reads at once; a file dropped from it is opened again, cheaply.
+  static constexpr size_t kReadHandles = 1024;
   RequestCounts requests_;
   Filesystem& fs_;
   const FuseMountConfig config_;
   const InodeNumbers inodes_;
+  InodeHandles handles_{[this](EntryId id) { return fs_.open(id, O_RDONLY); }, [this](uint64_t h) { fs_.release(h); }, kReadHandles};
 };
 
 ReadOnlyMount& mount_of(fuse_req_t req) { return *static_cast<ReadOnlyMount*>(fuse_req_userdata(req)); }
@@ -68,6 +79,12 @@ void op_init(void* userdata, fuse_conn_info* conn) {
   if (conn->capable & FUSE_CAP_CACHE_SYMLINKS) conn->want |= FUSE_CAP_CACHE_SYMLINKS;
   // Always readdirplus: `ls -l` and `find` then need no lookup per name.
   conn->want &= ~FUSE_CAP_READDIRPLUS_AUTO;
+  // Zero-message opens: the kernel reports these as capable; ENOSYS to an open then means
+  // "open it yourself" (with the page cache kept, and directory listings cached), for good.
+  if (m->config().kernel_opens) {
+    m->kernel_opens = (conn->capable & FUSE_CAP_NO_OPEN_SUPPORT) != 0;
+    m->kernel_opendirs = (conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT) != 0;
+  }
 }
 
 void op_lookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
@@ -134,6 +151,9 @@ void op_opendir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
       fuse_reply_err(req, kids.error().code() == ErrorCode::kInvalidArgument ? ENOTDIR : errno_for(kids.error()));
       return;
     }
+    // No handle is needed (readdir reads the index by inode): the kernel may open directories
+    // itself from now on, and caches their listings as cache_readdir asks.
+    if (m.kernel_opendirs) return void(fuse_reply_err(req, ENOSYS));
     fi->cache_readdir = 1;
     fi->keep_cache = 1;
     fuse_reply_open(req, fi);
@@ -214,6 +234,18 @@ void op_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   count(req, FuseRequest::kOpen);
   guarded(req, [&] {
     ReadOnlyMount& m = mount_of(req);
+    // Zero-message opens: checked and counted as any open (the access list, a directory's
+    // prefetch) through the handle the file's READs will use; then ENOSYS, and the kernel opens
+    // this file and every later one itself.
+    if (m.kernel_opens) {
+      if ((fi->flags & O_ACCMODE) != O_RDONLY) return void(fuse_reply_err(req, EROFS));
+      auto h = m.handles().get(m.filesystem().canonical(m.to_id(ino)));
+      if (!h.ok() && h.error().code() == ErrorCode::kInvalidArgument) return void(fuse_reply_err(req, EISDIR));
+      if (!h.ok()) return reply_error(req, h.error());
+      fuse_reply_err(req, ENOSYS);
+      m.filesystem().note_known(m.filesystem().canonical(m.to_id(ino)));
+      return;
+    }
     auto h = m.filesystem().open(m.to_id(ino), fi->flags);
     if (!h.ok()) {
       if (h.error().code() == ErrorCode::kPermissionDenied) return void(fuse_reply_err(req, EROFS));
@@ -230,17 +262,22 @@ void op_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   });
 }
 
-void op_read(fuse_req_t req, fuse_ino_t, size_t size, off_t off, fuse_file_info* fi) {
+void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info* fi) {
   count(req, FuseRequest::kRead);
   guarded(req, [&] {
-    mount_of(req).filesystem().read(fi->fh, static_cast<uint64_t>(off), size,
-                                    [req](Result<std::vector<ReadPiece>> r) { fuse_reply::reply_pieces(req, r); });
+    ReadOnlyMount& m = mount_of(req);
+    auto reply = [req](Result<std::vector<ReadPiece>> r) { fuse_reply::reply_pieces(req, r); };
+    if (fi->fh != 0) return m.filesystem().read(fi->fh, static_cast<uint64_t>(off), size, reply);
+    // Opened by the kernel itself (kernel_opens): the file's own handle, held through the call.
+    auto h = m.handles().get(m.filesystem().canonical(m.to_id(ino)));
+    if (!h.ok()) return reply_error(req, h.error());
+    m.filesystem().read(**h, static_cast<uint64_t>(off), size, reply);
   });
 }
 
 void op_release(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) {
   count(req, FuseRequest::kRelease);
-  mount_of(req).filesystem().release(fi->fh);
+  if (fi->fh != 0) mount_of(req).filesystem().release(fi->fh);  // 0: a handle of InodeHandles
   fuse_reply_err(req, 0);
 }
 

@@ -14,6 +14,8 @@
 //   forget() is free and a tree of any size holds no descriptors.
 // - Metadata replies carry long entry/attr timeouts, negative lookups are cached, opens set
 //   keep_cache and directories cache_readdir: the archive never changes while mounted.
+// - Zero-message opens (FuseMountConfig::kernel_opens): the first OPEN and OPENDIR get ENOSYS,
+//   and the kernel opens by itself from then on; handle-less READs use fs/inode_handles.h.
 // - Every request is counted by kind (fs/request_counts.h; requests()), in both op tables.
 // - Reads never block a handler thread on the network: the reply is sent from the fetch thread
 //   that completes the frame (or inline on a memory hit).

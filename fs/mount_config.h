@@ -24,6 +24,13 @@ struct FuseMountConfig {
   // 64 background requests (readahead, async reads) instead of the kernel's 12.
   unsigned max_background = 64;
   std::string fsname = "lazycache";
+  // Read-only op table only: when the kernel supports zero-message opens, the first OPEN and
+  // OPENDIR are answered with ENOSYS (after the checks a real open makes), and from then on the
+  // kernel opens files and directories without a round trip to the daemon; READs then carry no
+  // handle and take one by file (fs/inode_handles.h). The daemon stops seeing opens: the files
+  // it counts as opened, its access list and the directory prefetch of a first open follow the
+  // files it READs. Off: every open is a request (`mount --open-requests always`).
+  bool kernel_opens = false;
 };
 
 }  // namespace lazycache::fs

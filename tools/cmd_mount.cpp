@@ -204,6 +204,7 @@ Status mount_all(const MountOptions& o, fs::Filesystem& filesystem, const std::v
     mc.mountpoint = pl.path;
     mc.root = pl.root;
     mc.allow_other = geteuid() == 0 || o.allow_other;
+    mc.kernel_opens = o.kernel_opens;  // the read-only table's; an overlay must see every open (copy-up)
     std::string state_dir;
     // A local --archive has no key to save under: read-only unless asked, as before.
     if (o.writable_mount()) {

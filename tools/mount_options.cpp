@@ -65,6 +65,9 @@ Result<MountOptions> parse_fields(const ArgParser& args) {
     if (!bytes.ok()) return invalid("--decode-ahead: expected a size like 512M or off, got '" + args.get("decode-ahead") + "'");
     o.decode_ahead_bytes = *bytes;
   }
+  const std::string opens = args.get("open-requests");
+  if (opens != "auto" && opens != "always") return invalid("--open-requests: expected auto or always, got '" + opens + "'");
+  o.kernel_opens = opens == "auto";
   o.cache_dir = args.has("cache-dir") ? args.get("cache-dir") : fs::ChunkCache::default_dir();
   if (args.has("upper-dir")) o.upper_dir = absolute_path(args.get("upper-dir"));
   return o;
@@ -95,6 +98,11 @@ void add_mount_options(ArgParser& args) {
               "their files to the page cache, up to SIZE decompressed bytes, so the job's reads need no round trip to "
               "the daemon (off: frames are decoded when read)",
               "256M");
+  args.option("open-requests", "auto|always",
+              "auto: a read-only mount tells the kernel to open files and directories without asking the daemon "
+              "(no round trip per open; the access list and the locality prefetch then see only the files read "
+              "through the daemon); always: every open is a request (writable mounts always ask)",
+              "auto");
   args.option("cache-dir", "DIR",
               "local chunk cache (default: $LAZYCACHE_CACHE_DIR, ~/.cache/lazycache/chunks, "
               "/var/cache/lazycache/chunks as root)");

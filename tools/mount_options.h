@@ -31,6 +31,9 @@ struct MountOptions {
   bool writable = false;        // --writable (an --archive mount; store entries are writable unless read_only)
   bool allow_other = false;     // --allow-other (root mounts allow other users anyway)
   bool allow_nonempty = false;  // --allow-nonempty
+  // --open-requests auto: a read-only mount lets the kernel open files itself (zero-message
+  // opens, fs/mount_config.h kernel_opens); always: every open is a request to the daemon.
+  bool kernel_opens = true;
   // --prefetch: none, hot, all, or FILE (kHotList after the paths FILE lists, `prefetch_list`).
   fs::PrefetchMode prefetch = fs::PrefetchMode::kHotList;
   std::string prefetch_list;

@@ -170,6 +170,51 @@ TEST_CASE("after find, the files of each decoded frame reach the page cache with
   same_output(dir / "t", mnt, "find . -type f -print0 | LC_ALL=C sort -z | xargs -0 cat | md5sum");
 }
 
+TEST_CASE("a read-only mount lets the kernel open files itself; --open-requests always asks for each", "[fuse]") {
+  // Zero-message opens (fs/mount_config.h kernel_opens): the first OPEN and OPENDIR are answered
+  // with ENOSYS, the kernel opens everything else itself, and READs that still come (a file's
+  // pages dropped from the page cache) are served through a handle kept by file.
+  if (!fuse_available()) return;
+  MountEnv env;
+  TempDir dir;
+  make_node_like_tree(dir / "t", 60);
+  const std::string archive = pack(dir);
+  const std::string mnt = dir / "mnt";
+  const std::string read_all = "find . -type f -print0 | LC_ALL=C sort -z | xargs -0 cat | md5sum";
+  // Drops every file's pages (POSIX_FADV_DONTNEED), so the next read of each is a READ.
+  const std::string drop_pages =
+      "find . -type f -exec python3 -c 'import os, sys\nfor p in sys.argv[1:]:\n    fd = os.open(p, os.O_RDONLY)\n"
+      "    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)\n    os.close(fd)' {} +";
+  const long long files = std::stoll(run("cd " + quote(dir / "t") + " && find . -type f | wc -l").out);
+  {
+    MountGuard guard(mnt);
+    mount_archive(archive, mnt);
+    same_output(dir / "t", mnt, read_all);
+    CHECK(status_number(mnt, "requests_open") == 1);
+    CHECK(status_number(mnt, "requests_opendir") <= 1);
+    REQUIRE(run("cd " + quote(mnt) + " && " + drop_pages).exit_code == 0);
+    const long long reads_before = status_number(mnt, "requests_read");
+    same_output(dir / "t", mnt, read_all);  // every file again, now through READs without a handle
+    CHECK(status_number(mnt, "requests_read") > reads_before);
+    CHECK(status_number(mnt, "read_errors") == 0);
+    CHECK(status_number(mnt, "requests_open") == 1);
+    // A write open is still refused, by the kernel (a read-only mount) or by the daemon.
+    CHECK(::open((mnt + "/node_modules/pkg-3/index.js").c_str(), O_WRONLY) < 0);
+    CHECK(errno == EROFS);
+    CHECK(run(cli() + " unmount " + quote(mnt)).exit_code == 0);
+  }
+  MountGuard guard(mnt);
+  mount_archive(archive, mnt, "--open-requests always");
+  same_output(dir / "t", mnt, read_all);
+  same_output(dir / "t", mnt, read_all);
+  CHECK(status_number(mnt, "requests_open") == 2 * files);
+  CHECK(status_number(mnt, "files_opened") == 2 * files);
+  CHECK(status_number(mnt, "open_handles") == 0);
+  CommandResult bad = run(cli() + " mount --archive " + quote(archive) + " --open-requests never " + quote(dir / "t"));
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.out.find("--open-requests: expected auto or always") != std::string::npos);
+}
+
 TEST_CASE("16 threads reading random files through the mount get the right bytes", "[fuse][concurrency]") {
   if (!fuse_available()) return;
   MountEnv env;
