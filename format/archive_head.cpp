@@ -34,7 +34,7 @@ std::vector<uint64_t> ArchiveHead::plan(uint64_t object_bytes, uint64_t budget_b
 ArchiveHead::ArchiveHead(std::shared_ptr<const ByteSource> source, const std::vector<uint64_t>& pieces) : source_(std::move(source)) {
   for (uint64_t len : pieces) {
     if (len == 0) continue;
-    states_.push_back(Piece{length_, len, false, Status()});
+    states_.push_back(Piece{length_, len, 0, false, Status()});
     length_ += len;
   }
   bytes_.resize(length_);
@@ -42,7 +42,7 @@ ArchiveHead::ArchiveHead(std::shared_ptr<const ByteSource> source, const std::ve
 }
 
 ArchiveHead::ArchiveHead(std::string bytes) : length_(bytes.size()), bytes_(std::move(bytes)) {
-  if (length_ > 0) states_.push_back(Piece{0, length_, true, Status()});
+  if (length_ > 0) states_.push_back(Piece{0, length_, length_, true, Status()});
 }
 
 ArchiveHead::~ArchiveHead() { threads_.clear(); }  // joins: a read in flight finishes
@@ -55,11 +55,9 @@ void ArchiveHead::read_piece(size_t i) {
   if (!got.ok())
     s = got.error().with_context("reading bytes " + std::to_string(offset) + "-" + std::to_string(offset + length) + " of " +
                                  source_->describe());
-  else if (*got != length)
-    s = Status(ErrorCode::kCorrupt, source_->describe() + ": short read of bytes " + std::to_string(offset) + "-" +
-                                        std::to_string(offset + length) + " (the archive is shorter than its size)");
   std::lock_guard lock(mu_);
   states_[i].status = std::move(s);
+  states_[i].got = got.ok() ? std::min<uint64_t>(*got, length) : 0;
   states_[i].done = true;
   cv_.notify_all();
 }
@@ -74,6 +72,9 @@ Status ArchiveHead::copy(uint64_t offset, std::span<std::byte> out) const {
     if (p.offset + p.length <= offset || p.offset >= end) continue;
     cv_.wait(lock, [&] { return p.done; });
     if (!p.status.ok()) return p.status;
+    if (std::min(end, p.offset + p.length) > p.offset + p.got)  // a short read holds only its first bytes
+      return Status(ErrorCode::kCorrupt, source_->describe() + ": short read of bytes " + std::to_string(p.offset) + "-" +
+                                             std::to_string(p.offset + p.length) + " (" + std::to_string(p.got) + " bytes)");
   }
   lock.unlock();
   if (!out.empty()) std::memcpy(out.data(), bytes_.data() + offset, out.size());

@@ -9,7 +9,9 @@
 // after the object's size is known reads the first wave of parts (the ramp of
 // format/frame_pipeline.h's auto plan) concurrently with the tail, on connections of its own;
 // the pipeline then copies the parts it covers from here instead of reading them (FramePipeline
-// takes it through ExtractConfig::head). Every byte still goes through the frame digests.
+// takes it through ExtractConfig::head). Every byte still goes through the frame digests, and a
+// part the head cannot give (a failed piece) is read by the pipeline itself. restore also starts
+// one beside an exact key's lookup, before the object's size is known (tools/early_head.h).
 //
 // Threads: one per piece, all started by the constructor; the destructor joins them (a read in
 // flight finishes first). Thread-safe.
@@ -50,8 +52,10 @@ class ArchiveHead {
   // Bytes [0, length()) are (being) read here.
   uint64_t length() const { return length_; }
   // Copies bytes [offset, offset + out.size()) (within length()) into `out`, blocking until the
-  // pieces holding them are in. Errors: a failed or short read of one of those pieces (the
-  // source's error, with the range), kInvalidArgument outside [0, length()).
+  // pieces holding them are in. Errors: a failed read of one of those pieces (the source's error,
+  // with the range), kCorrupt for bytes past a short read's end (a piece reaching past the
+  // object's end keeps what it read), kInvalidArgument outside [0, length()). The pipeline reads
+  // what a failed copy would have given from the source itself.
   Status copy(uint64_t offset, std::span<std::byte> out) const;
   // Range reads sent (figures for the extract's stats; one for a head of bytes in hand).
   size_t pieces() const { return states_.size(); }
@@ -59,6 +63,7 @@ class ArchiveHead {
  private:
   struct Piece {
     uint64_t offset = 0, length = 0;
+    uint64_t got = 0;   // bytes read from `offset` (fewer than `length` past the object's end); guarded by mu_
     bool done = false;  // guarded by mu_
     Status status;      // guarded by mu_
   };

@@ -148,7 +148,9 @@ void FramePipeline::fetch_loop() {
     uint64_t covered = 0;  // bytes of the part the head holds
     if (head_ && part.offset < head_->length()) {
       covered = std::min<uint64_t>(part.length, head_->length() - part.offset);
-      if (Status s = head_->copy(part.offset, out.first(covered)); !s.ok()) return fail(s);
+      // A head piece that failed (a lost connection; an early head's object not the one opened,
+      // or shorter: tools/early_head.h) only leaves the part to the source, which reads it whole.
+      if (!head_->copy(part.offset, out.first(covered)).ok()) covered = 0;
     }
     // Read and checked by the one frame source (format/frame_source.h); extract has no cache.
     const FrameSource source(reader_.source(), reader_.index().frames(), no_frame_cache());

@@ -15,10 +15,12 @@
 #include "format/archive_head.h"
 #include "format/extractor.h"
 #include "format/root_placement.h"
+#include "remote/cache_keys.h"
 #include "remote/object_byte_source.h"
 #include "tools/cmd_mount.h"
 #include "tools/cmd_restore.h"
 #include "tools/command.h"
+#include "tools/early_head.h"
 #include "tools/extract_options.h"
 #include "tools/fuse_probe.h"
 #include "tools/json_output.h"
@@ -50,8 +52,10 @@ struct OpenedEntry {
   std::shared_ptr<remote::ObjectByteSource> source;
   std::unique_ptr<format::ArchiveReader> reader;
 };
+// `early`: the first pieces of the exact key's object, read beside the lookup (tools/early_head.h),
+// or null; used when the lookup found that very object and the tail did not hold all of it.
 Result<OpenedEntry> open_for_extract(const std::shared_ptr<remote::ObjectStore>& store, const ResolvedEntry& entry,
-                                     format::ExtractConfig& config) {
+                                     std::shared_ptr<format::ArchiveHead> early, format::ExtractConfig& config) {
   const remote::ObjectInfo& object = entry.match->object;
   OpenedEntry out;
   if (!entry.tail.empty()) {
@@ -62,6 +66,7 @@ Result<OpenedEntry> open_for_extract(const std::shared_ptr<remote::ObjectStore>&
       // frames from there (no second download); one failing its digest is still read again
       // from the store (format/frame_pipeline.h), as every frame of a larger archive is.
       if (entry.tail.size() == object.size) config.head = std::make_shared<format::ArchiveHead>(entry.tail);
+      else if (early && entry.cache_hit()) config.head = std::move(early);
       out.source->release_tail();  // no other thread has the source yet
       out.reader = std::move(reader).value();
       return out;
@@ -81,8 +86,8 @@ Result<OpenedEntry> open_for_extract(const std::shared_ptr<remote::ObjectStore>&
   return out;
 }
 
-int extract(const ArgParser& args, std::shared_ptr<remote::ObjectStore> store, const ResolvedEntry& entry, int threads,
-            RestoreTimeline& timeline) {
+int extract(const ArgParser& args, std::shared_ptr<remote::ObjectStore> store, const ResolvedEntry& entry,
+            std::shared_ptr<format::ArchiveHead> early, int threads, RestoreTimeline& timeline) {
   auto start = std::chrono::steady_clock::now();
   format::ExtractConfig config;
   config.threads = threads;
@@ -90,7 +95,9 @@ int extract(const ArgParser& args, std::shared_ptr<remote::ObjectStore> store, c
   apply_extract_owner_options(args, config);  // as `extract` does: owners too when run as root
   if (Status s = apply_extract_transfer_options(args, config); !s.ok()) return report_error("restore", s);
   if (Status s = apply_extract_writer_option(args, config); !s.ok()) return report_error("restore", s);
-  auto opened = open_for_extract(store, entry, config);
+  const format::ArchiveHead* early_head = early.get();
+  auto opened = open_for_extract(store, entry, std::move(early), config);
+  const bool early_used = early_head != nullptr && config.head.get() == early_head;
   if (!opened.ok()) return report_error("restore", opened.error());
   auto [source, reader] = std::move(opened).value();
   timeline.mark("tail");
@@ -137,7 +144,8 @@ int extract(const ArgParser& args, std::shared_ptr<remote::ObjectStore> store, c
   std::snprintf(rate, sizeof rate, "%s in %.0f ms", human_bytes(stats->file_bytes).c_str(), ms);
   std::cout << "restored key " << entry.match->key << (entry.cache_hit() ? "" : " (restore key match)") << " from " << described << ": "
             << stats->files << " files, " << rate << ", " << stats->frames_read << " frames in " << requests << " range requests ("
-            << stats->concurrency << " x " << human_bytes(stats->part_size_bytes) << ")\n";
+            << stats->concurrency << " x " << human_bytes(stats->part_size_bytes) << ")"
+            << (early_used ? " + " + std::to_string(kEarlyHeadPieces) + " read beside the lookup" : "") << "\n";
   return kExitOk;
 }
 
@@ -186,10 +194,19 @@ int run_restore(ArgParser& args) {
   if (!store.ok()) return report_error("restore", store.error());
   std::vector<std::string> saved_paths;
   for (const auto& p : args.positionals()) saved_paths.push_back(absolute_path(p));
+  // The exact key's first pieces, beside its lookup (tools/early_head.h), when its object's name
+  // is known: PATHs given and their version asked for (not --any-paths).
+  const KeyOptions key = key_options_from(args);
+  std::shared_ptr<format::ArchiveHead> early;
+  if (!saved_paths.empty() && !key.any_paths) {
+    if (auto name = primary_object_key(args, remote::entry_version(saved_paths)); name.ok()) early = start_early_head(*store, *name);
+  }
   // An exact hit's lookup reads the entry's tail, index included (open_for_extract).
-  auto entry = resolve_entry(*store, key_options_from(args), saved_paths, EntryUse::kUse, kEntryTailBytes);
+  auto entry = resolve_entry(*store, key, saved_paths, EntryUse::kUse, kEntryTailBytes);
   if (!entry.ok()) return report_error("restore", entry.error());
   timeline.mark("lookup");
+  // Not that object (a restore key's match, a miss): its pieces failed or are of no use.
+  if (early && !(entry->match && entry->cache_hit())) early.reset();
   if (!entry->match) {
     const bool json = args.has("json");
     // Saved for other paths: a miss, as actions/cache's version makes it (never their tree here).
@@ -202,7 +219,7 @@ int run_restore(ArgParser& args) {
     if (json) std::cout << RestoreJson{.primary_key = entry->primary_key, .store = (*store)->describe(), .mode = "none"}.to_json() << "\n";
     return args.has("fail-on-cache-miss") ? kExitNotFound : kExitOk;
   }
-  return extract(args, *store, *entry, static_cast<int>(*threads), timeline);
+  return extract(args, *store, *entry, std::move(early), static_cast<int>(*threads), timeline);
 }
 
 const CommandRegistration kRestore{"restore", "restore a cache entry by key: mount it, or extract it",

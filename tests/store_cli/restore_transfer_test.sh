@@ -34,6 +34,19 @@ n_small=${small%% *} n_large=${large%% *}
 [ $((n_small - n_large)) -ge 3 ] || fail "--part-size did not change the range reads: $n_small vs $n_large"
 case $small in *"(2 x 5.0 MiB)") ;; *) fail "--part-size 5M --concurrency 2 not said: $small" ;; esac
 case $auto in *"(8 x "*) ;; *) fail "auto plan is not 8 reads at once: $auto" ;; esac
+# The first 16 MiB of an exact key's entry are read beside its lookup (tools/early_head.h): into
+# the saved path itself, so the paths' version names the object before it is found.
+case $auto in *"beside the lookup"*) fail "--any-paths cannot name the object before the lookup: $auto" ;; esac
+mv "$S" "$W/src/tree.orig"
+"$LC" restore --store "$W/store" --key k --extract "$S" > "$W/r.out" 2>&1 || { cat "$W/r.out"; fail "exact restore"; }
+diff -r "$W/src/tree.orig" "$S" || fail "the exact restore (early head) gave a different tree"
+grep -q "range requests (8 x .*) + 4 read beside the lookup" "$W/r.out" || fail "early head not used on an exact hit: $(cat "$W/r.out")"
+# A restore key's match is another object: the early reads (of the exact name, missing) are dropped.
+rm -rf "$S"
+"$LC" restore --store "$W/store" --key other --restore-keys k --extract "$S" > "$W/r.out" 2>&1 || { cat "$W/r.out"; fail "restore-keys restore"; }
+diff -r "$W/src/tree.orig" "$S" || fail "the restore key's match gave a different tree"
+grep -q "beside the lookup" "$W/r.out" && fail "early head used for a restore key's match: $(cat "$W/r.out")"
+rm -rf "$W/src/tree.orig"  # $S holds the same tree again
 
 # Range reads may be smaller than S3's 5 MiB upload parts (the bench sweep's 8 x 4 MiB): 2 MiB
 # parts make more reads than 5 MiB ones. Uploads still refuse them, naming S3's rule.
