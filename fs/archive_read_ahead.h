@@ -30,7 +30,7 @@ struct ArchiveReadAheadConfig {
   // 2 frames: the first advance fetches a little (~1-2 MiB compressed at the default frame size).
   uint32_t initial_frames = 2;
   // 16 frames: ~8-16 MiB compressed ahead, several range reads in flight, within a fraction
-  // of the default 256 MiB memory budget once decompressed (readahead frames stay in memory).
+  // of the memory budget once decompressed (readahead frames stay in memory).
   uint32_t max_frames = 16;
   uint32_t streams = 4;
   // A job that reads every few files skips frames now and then: still forward.

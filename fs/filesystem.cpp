@@ -94,6 +94,17 @@ FetcherConfig fetcher_config(const FilesystemConfig& c, const std::shared_ptr<Ch
   return f;
 }
 
+// The configuration with its memory budget resolved: none given (0) is auto_memory_budget() of
+// the archive's tar stream.
+FilesystemConfig with_memory_budget(FilesystemConfig c, const format::Index& index) {
+  if (c.memory_budget_bytes == 0) {
+    const auto frames = index.frames();
+    const uint64_t stream = frames.empty() ? 0 : frames.back().uncompressed_offset + frames.back().uncompressed_size;
+    c.memory_budget_bytes = auto_memory_budget(stream);
+  }
+  return c;
+}
+
 // Bytes [offset, offset + length) of a delivered frame, as a piece of a read.
 Result<ReadPiece> piece_of(const FetchedFrame& frame, uint64_t offset, uint64_t length) {
   if (frame.spilled != nullptr) {
@@ -106,12 +117,12 @@ Result<ReadPiece> piece_of(const FetchedFrame& frame, uint64_t offset, uint64_t 
 }  // namespace
 
 Filesystem::Filesystem(std::unique_ptr<format::ArchiveReader> reader, std::shared_ptr<ChunkCache> chunk_cache, FilesystemConfig config)
-    : reader_(std::move(reader)), config_(config), budget_(config.memory_budget_bytes), memory_(budget_),
-      chunk_cache_(std::move(chunk_cache)),
+    : reader_(std::move(reader)), config_(with_memory_budget(config, reader_->index())), budget_(config_.memory_budget_bytes),
+      memory_(budget_), chunk_cache_(std::move(chunk_cache)),
       fetcher_(std::make_unique<FrameFetcher>(
           *reader_, chunk_cache_, memory_, budget_,
           fetcher_config(
-              config, chunk_cache_, [this](uint32_t frame, const FramePtr& bytes, bool ahead) { hand_to_page_cache(frame, bytes, ahead); },
+              config_, chunk_cache_, [this](uint32_t frame, const FramePtr& bytes, bool ahead) { hand_to_page_cache(frame, bytes, ahead); },
               [this](uint32_t frame) { return take_decode_ahead(frame); }))),
       started_(std::chrono::steady_clock::now()), archive_ahead_(config.archive_readahead), opened_(reader_->index().entry_count(), false),
       watchdog_([this](std::stop_token st) { watchdog(st); }) {

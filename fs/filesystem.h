@@ -71,16 +71,14 @@ struct FilesystemConfig {
   // directory's direct files lie together in the archive (depth-first, name order). Not for
   // files of the learned hot region, whose directories' other files lie elsewhere.
   uint32_t directory_prefetch_frames = 8;
-  // 256 MiB: room for ~64 decompressed 4 MiB frames plus the fetches in flight. Readahead and
-  // fill no longer take room here (they go to the chunk cache undecoded, fs/frame_fetcher.h),
-  // but the frames a job reads do: the node partial job touches its 50 frames in several passes
-  // (tsc, eslint, node's requires, then the file list), and a smaller budget decodes evicted
-  // frames again. Measured (issue 15, node partial job, hosted link, release build, load 7-10,
-  // so decodes are the figure, times only indicative): 32 MiB 144 decodes of 50 frames, peak
-  // RSS 54-58 MiB; 64 MiB 102 decodes, 89 MiB; 128 MiB 67 decodes, 157 MiB; 256 MiB 49 decodes,
-  // 220 MiB. Before the readahead change 32 MiB cost 336 decodes and 5.1 s of daemon CPU (job
-  // 13.1 s) against 144 and 2.2 s after it; at 256 MiB both 49-50 decodes, ~0.9 s.
-  uint64_t memory_budget_bytes = 256ull << 20;
+  // Decompressed frames in memory plus the fetches in flight; 0: auto_memory_budget() of the
+  // archive (fs/memory_budget.h: a sixteenth of its tar stream, 32-256 MiB). Readahead and fill
+  // do not take room here beyond their bytes in flight (they go to the chunk cache undecoded,
+  // fs/frame_fetcher.h), and decode-ahead hands fetched frames whose files the kernel knows to
+  // its page cache, so a job's later passes over the same files read the page cache instead of
+  // decoding evicted frames again (before decode-ahead, 32 MiB cost node's partial job 144
+  // decodes of 50 frames against 49 at 256 MiB; now 46-57 against 48-56).
+  uint64_t memory_budget_bytes = 0;
   // How much of the archive the mount fetches in the background into the chunk cache, and the
   // cache's bound that the auto policy weighs the archive against (fs/fill_policy.h).
   FillPolicy fill;

@@ -248,7 +248,7 @@ Result<MountOptions> restore_mount_options(const ArgParser& args) {
   store.transfer.memory_budget_bytes = o.store.transfer.memory_budget_bytes;
   o.store = store;
   if (args.has("memory-budget")) {
-    LC_ASSIGN_OR_RETURN(o.memory_budget_bytes, args.get_size("memory-budget"));
+    LC_ASSIGN_OR_RETURN(o.memory_budget_bytes, parse_mount_memory_budget(args.get("memory-budget")));
   }
   o.key = key_options_from(args);
   for (const auto& p : args.positionals()) o.paths.push_back(absolute_path(p));

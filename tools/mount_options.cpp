@@ -35,7 +35,7 @@ Result<MountOptions> parse_fields(const ArgParser& args) {
   o.allow_nonempty = args.has("allow-nonempty");
 
   LC_ASSIGN_OR_RETURN(o.cache_size_bytes, args.get_size("cache-size"));
-  LC_ASSIGN_OR_RETURN(o.memory_budget_bytes, args.get_size("memory-budget"));
+  LC_ASSIGN_OR_RETURN(o.memory_budget_bytes, parse_mount_memory_budget(args.get("memory-budget")));
   LC_ASSIGN_OR_RETURN(int64_t threads, args.get_int("fetch-threads"));
   LC_ASSIGN_OR_RETURN(int64_t timeout_s, args.get_int("read-timeout"));
   if (threads < 1 || threads > 256 || timeout_s < 1) return invalid("--fetch-threads must be 1..256 and --read-timeout at least 1");
@@ -123,6 +123,14 @@ void add_mount_options(ArgParser& args) {
 Result<MountOptions> parse_mount_options(const ArgParser& args) {
   if (args.has("archive") == args.has("key")) return invalid("give --key (with --store) or --archive FILE");
   return parse_fields(args);
+}
+
+Result<uint64_t> parse_mount_memory_budget(const std::string& value) {
+  if (value == "auto") return uint64_t{0};
+  auto bytes = parse_size_text(value, "--memory-budget");
+  if (!bytes.ok()) return invalid("--memory-budget: expected a size like 64M or auto, got '" + value + "'");
+  if (*bytes == 0) return invalid("--memory-budget: must be above 0 (auto sizes it from the archive)");
+  return bytes;
 }
 
 MountOptions default_mount_options() {

@@ -40,7 +40,7 @@ struct MountOptions {
   fs::FillPolicy fill;               // --fill: auto, all, none or SIZE (kBytes)
   std::string cache_dir;             // --cache-dir, else fs::ChunkCache::default_dir()
   uint64_t cache_size_bytes = 0;     // --cache-size
-  uint64_t memory_budget_bytes = 0;  // --memory-budget: the mount's frame memory
+  uint64_t memory_budget_bytes = 0;  // --memory-budget: the mount's frame memory; 0: auto (fs::auto_memory_budget)
   int fetch_threads = 0;             // --fetch-threads, 1..256
   uint64_t read_timeout_ms = 0;      // --read-timeout (seconds on the command line, at least 1)
   std::string upper_dir;             // --upper-dir, absolute; "": next to the chunk cache, named by the daemon's pid
@@ -58,6 +58,9 @@ void add_mount_options(ArgParser& args);
 // --key and --archive, a bad size or number, --fetch-threads outside 1..256, --read-timeout
 // below 1, a --fill that is no policy nor size, bad store options (store entries only).
 Result<MountOptions> parse_mount_options(const ArgParser& args);
+// --memory-budget as mount and restore take it: `auto` is 0 (the filesystem sizes it from the
+// archive, fs/memory_budget.h), else a size. kInvalidArgument naming the option.
+Result<uint64_t> parse_mount_memory_budget(const std::string& value);
 // What an empty mount command line means (add_mount_options' defaults), with no source chosen:
 // restore starts from it and sets what its own command line says (tools/cmd_restore.h).
 MountOptions default_mount_options();

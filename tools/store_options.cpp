@@ -37,7 +37,12 @@ void add_store_options(ArgParser& args, StoreUse use) {
   // A mount's --memory-budget is its frame memory; what its later unmount --save uploads with is
   // --upload-budget (issue 18 item 11: one flag described as the other).
   if (use == StoreUse::kMount) {
-    args.option("memory-budget", "SIZE", "decompressed frames in memory plus fetches and fill in flight", "256M");
+    // auto (issue 15 item 5): a sixteenth of the archive's tar stream, 32-256 MiB
+    // (fs/memory_budget.h); figures: docs/mount.md, Memory.
+    args.option("memory-budget", "SIZE|auto",
+                "decompressed frames in memory plus fetches and fill in flight (auto: a sixteenth of the archive's "
+                "uncompressed size, 32M to 256M)",
+                "auto");
     args.option("upload-budget", "SIZE", "what this mount's unmount --save uploads with: (concurrency + 1) x part size within it", "256M");
   } else {
     args.option("memory-budget", "SIZE",
@@ -81,7 +86,8 @@ Result<remote::TransferConfig> transfer_config_from(const ArgParser& args) {
     if (n < kMinRangePartSize || n > remote::kMaxPartSize) return Status(ErrorCode::kInvalidArgument, "--part-size: expected 1M to 5G");
     config.part_size_bytes = n;
   }
-  if (args.has("memory-budget") || !args.get("memory-budget").empty()) {
+  // A mount's `auto` is its frame memory (tools/mount_options.h), not a transfer budget.
+  if (const std::string m = args.get("memory-budget"); !m.empty() && m != "auto") {
     LC_ASSIGN_OR_RETURN(config.memory_budget_bytes, args.get_size("memory-budget"));
   }
   if (!args.get("retries").empty()) {

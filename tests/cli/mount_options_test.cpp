@@ -101,6 +101,20 @@ TEST_CASE("mount options: every field from one parse of the command line", "[uni
   CHECK(o->writable_mount());
 }
 
+TEST_CASE("mount options: --memory-budget auto or a size above zero", "[unit][cli]") {
+  auto a = parse_mount({"--archive", "/tmp/x.lcz", "--memory-budget", "auto"});
+  REQUIRE(a.ok());
+  CHECK(a->memory_budget_bytes == 0);
+  auto s = parse_mount({"--archive", "/tmp/x.lcz", "--memory-budget", "48M"});
+  REQUIRE(s.ok());
+  CHECK(s->memory_budget_bytes == 48ull << 20);
+  for (const char* bad : {"0", "lots", ""}) {
+    auto b = parse_mount({"--archive", "/tmp/x.lcz", "--memory-budget", bad});
+    REQUIRE_FALSE(b.ok());
+    CHECK(b.error().message().find("--memory-budget") != std::string::npos);
+  }
+}
+
 TEST_CASE("mount options: the declared defaults, and the archive mount's writability", "[unit][cli]") {
   auto o = parse_mount({"--archive", "/tmp/x.lcz", "--prefetch", "none", "--fill", "all"});
   REQUIRE(o.ok());
@@ -109,7 +123,7 @@ TEST_CASE("mount options: the declared defaults, and the archive mount's writabi
   CHECK(o->prefetch_list.empty());
   CHECK(o->fill.mode == fs::FillPolicy::Mode::kAll);
   CHECK(o->cache_size_bytes == 10ull << 30);
-  CHECK(o->memory_budget_bytes == 256ull << 20);
+  CHECK(o->memory_budget_bytes == 0);  // auto: sized from the archive (fs::auto_memory_budget)
   CHECK(o->fetch_threads == 16);
   CHECK(o->read_timeout_ms == 30000);
   CHECK_FALSE(o->writable_mount());  // a local archive is read-only unless --writable

@@ -13,6 +13,7 @@
 
 #include "fs/filesystem.h"
 #include "fs/local_files.h"
+#include "fs/memory_budget.h"
 #include "fs_test_util.h"
 
 using namespace lazycache;
@@ -143,6 +144,21 @@ TEST_CASE("metadata from the index and every file's content match the source tre
   const std::string& content = fx.contents.at("t/node_modules/pkg-1/index.js");
   CHECK(read_all(f, *file, content.size() + 10, 100).empty());
   CHECK(read_all(f, *file, content.size() - 10, 100) == content.substr(content.size() - 10));
+}
+
+TEST_CASE("a mount given no memory budget sizes it from the archive, within 32 and 256 MiB", "[unit]") {
+  CHECK(fs::auto_memory_budget(0) == 32ull << 20);
+  CHECK(fs::auto_memory_budget(157ull << 20) == 32ull << 20);  // node's tree: the floor
+  CHECK(fs::auto_memory_budget(1ull << 30) == 64ull << 20);    // a sixteenth
+  CHECK(fs::auto_memory_budget(2150ull << 20) == (2150ull << 20) / 16);
+  CHECK(fs::auto_memory_budget(100ull << 30) == 256ull << 20);  // the ceiling
+  Fixture fx;
+  Open automatic = open_fs(fx.archive, fx.cache_dir);  // FilesystemConfig's default: 0, auto
+  CHECK(automatic.fs->stats().memory_budget_bytes == 32ull << 20);
+  fs::FilesystemConfig cfg;
+  cfg.memory_budget_bytes = 5 << 20;
+  Open given = open_fs(fx.archive, fx.cache_dir, cfg);
+  CHECK(given.fs->stats().memory_budget_bytes == 5ull << 20);
 }
 
 TEST_CASE("16 threads reading random ranges of random files get the right bytes", "[unit][concurrency]") {
