@@ -508,20 +508,24 @@ Status ChunkCache::write_failed(const Status& failure) {
 }
 
 Result<ChunkCache::Room> ChunkCache::make_room(uint64_t size) {
-  uint64_t free = 0, need = 0, others = 0;
-  {
-    // The free space is read and the blob's bytes reserved under one lock: fetch threads writing
-    // at once would each see the same free space and pass the floor together.
-    std::lock_guard lock(write_mu_);
+  // The free space is read and the blob's bytes reserved under one lock: fetch threads writing
+  // at once would each see the same free space and pass the floor together.
+  auto probe = [&](uint64_t& free, uint64_t& need, uint64_t& others) -> bool {
     auto probed = free_bytes_();
-    in_flight_ += size;
-    if (!probed.ok()) return Room::kMade;  // unknown: the write itself will tell
+    if (!probed.ok()) return true;  // unknown: the write itself will tell
     free = *probed > in_flight_ - size ? *probed - (in_flight_ - size) : 0;
-    if (free >= size + min_free_) return Room::kMade;
+    if (free >= size + min_free_) return true;
     need = size + min_free_ - free;
     // Other threads' blobs take room that the index's total does not show yet (being written:
     // statvfs sees part of them and in_flight_ all; renamed but not indexed: statvfs sees them).
     others = in_flight_ - size + unindexed_;
+    return false;
+  };
+  uint64_t free = 0, need = 0, others = 0;
+  {
+    std::lock_guard lock(write_mu_);
+    in_flight_ += size;
+    if (probe(free, need, others)) return Room::kMade;
   }
   std::vector<Digest128> evicted;
   uint64_t freed = 0, total = 0;
@@ -530,6 +534,13 @@ Result<ChunkCache::Room> ChunkCache::make_room(uint64_t size) {
     if (!txn.ok()) {
       release(size);
       return txn.error();
+    }
+    {
+      // Probed again under LMDB's writer lock, which every eviction and row insert holds: the
+      // first probe may predate another thread's eviction (its room freed, its rows gone from
+      // the total) and would take a disk with room for one full of other files.
+      std::lock_guard lock(write_mu_);
+      if (probe(free, need, others)) return Room::kMade;
     }
     total = get_meta(txn->get(), dbi_meta_, "total");
     if (total < need && others > 0) {
