@@ -152,6 +152,7 @@ size_t FrameFetcher::pending() const {
 void FrameFetcher::stop_background() {
   std::lock_guard lock(mu_);
   background_stopped_ = true;
+  deferred_ahead_.clear();
   for (auto it = queue_.begin(); it != queue_.end();) {
     const auto [prio, seq, frame] = *it;
     auto p = pending_.find(frame);
@@ -243,6 +244,7 @@ void FrameFetcher::worker_loop() {
       std::lock_guard lock(mu_);
       --active_;
       if (priority >= Priority::kPrefetch) --background_active_;
+      requeue_deferred_ahead_locked();
       if (queue_.empty() && active_ == 0) idle_cv_.notify_all();
     }
     work_cv_.notify_all();  // a background slot may have freed up
@@ -573,6 +575,26 @@ void FrameFetcher::process_run(const std::vector<uint32_t>& run, const std::vect
   release_charge(charge, kind);
 }
 
+void FrameFetcher::requeue_deferred_ahead_locked() {
+  if (deferred_ahead_.empty() || stop_ || background_stopped_) return;
+  // As many as the share has room for now; the rest wait for the next run to end.
+  uint64_t room_used = memory_.ahead_bytes() + ahead_reserved_;
+  for (auto it = deferred_ahead_.begin(); it != deferred_ahead_.end();) {
+    const uint32_t f = *it;
+    const uint64_t size = frames_[f].uncompressed_size;
+    if (room_used + size > config_.ahead_memory_bytes) break;
+    if (pending_.count(f) != 0) {  // still in the run that turned it away (or asked for again): later
+      ++it;
+      continue;
+    }
+    it = deferred_ahead_.erase(it);
+    if (memory_.contains(f)) continue;  // a read decoded it meanwhile
+    room_used += size;
+    // keep_if_room asks decode_ahead again when it comes: the frame may no longer be worth it.
+    enqueue_locked(f, Priority::kBackground, false, nullptr);
+  }
+}
+
 bool FrameFetcher::keep_if_room(uint32_t frame, uint64_t seq) {
   std::lock_guard lock(mu_);
   auto it = pending_.find(frame);
@@ -583,7 +605,13 @@ bool FrameFetcher::keep_if_room(uint32_t frame, uint64_t seq) {
   // kernel's page cache (asked last: it has a cost of its own).
   const bool walked_towards = p.priority == Priority::kReadahead || p.readahead_asked;
   const uint64_t size = frames_[frame].uncompressed_size;
-  if (memory_.ahead_bytes() + ahead_reserved_ + size > config_.ahead_memory_bytes) return false;
+  if (memory_.ahead_bytes() + ahead_reserved_ + size > config_.ahead_memory_bytes) {
+    // No room in the ahead share now (it holds a frame or two while their files go to the page
+    // cache): a fill frame decode-ahead may want is tried again when a run ends and there is
+    // room, not left to the job's first read of it, which would then wait for its decode.
+    if (!walked_towards && config_.decode_ahead && !background_stopped_) deferred_ahead_.insert(frame);
+    return false;
+  }
   if (!walked_towards) {
     if (!config_.decode_ahead || !config_.decode_ahead(frame)) return false;
     p.decode_ahead = true;

@@ -240,6 +240,9 @@ class FrameFetcher {
   // `seq` of `frame` to be kept and returns true; false for fill frames nobody walks towards. Past that, readahead evicting other readahead before its reader came made a
   // small budget thrash.
   bool keep_if_room(uint32_t frame, uint64_t seq);
+  // Queues again, at background priority, the frames keep_if_room turned away for lack of room
+  // in the ahead share, as far as the share has room now. Called with mu_ held when a run ends.
+  void requeue_deferred_ahead_locked();
   // Whether fetch `seq` of `frame` has readers or is kept in memory; when not (and asked),
   // forgets it: a fill frame that needs no decode.
   enum class Want { kWanted, kUnwanted, kReplaced };
@@ -286,6 +289,7 @@ class FrameFetcher {
   std::atomic<uint64_t> fill_in_flight_{0};       // budget charges of fill runs
   std::atomic<uint64_t> readahead_in_flight_{0};  // budget charges of store-only readahead runs
   uint64_t ahead_reserved_ = 0;                   // guarded by mu_: frames keep_if_room kept that are not in memory yet
+  std::set<uint32_t> deferred_ahead_;             // guarded by mu_: fill frames decode-ahead may want, turned away for room
   std::mutex log_mu_;                             // guards bad_copy_log_
   LogRateLimit bad_copy_log_;
   std::vector<std::jthread> workers_;

@@ -5,8 +5,9 @@
 // only stored; a frame the fill stored before its files were known is decoded from the chunk
 // cache once they are (no second store read), also by the pass at the end of the tree walk
 // (decode_known_ahead); a frame decoded ahead is never kept in memory for files the kernel did not
-// take; the byte cap holds; frames outside the fill are never fetched for it; a frame is decoded
-// ahead at most once; and off means off.
+// take; frames turned away while the ahead share of the memory budget is full are decoded when it
+// has room again; the byte cap holds; frames outside the fill are never fetched for it; a frame is
+// decoded ahead at most once; and off means off.
 #include <catch2/catch.hpp>
 
 #include <sys/stat.h>
@@ -186,6 +187,30 @@ TEST_CASE("decode-ahead: a frame is decoded ahead at most once; one whose known 
     CHECK(m.rec.got[id] == m.content(id));
   }
   CHECK(m.fs->stats().frames_decoded == first.frames_decoded);
+}
+
+TEST_CASE("decode-ahead: frames turned away while the ahead share is full are decoded once it has room again", "[unit]") {
+  // A budget whose ahead share (a quarter) holds one 64 KiB frame at a time: the end pass queues
+  // every frame at once, the fill's workers take several together, and all but one find no room.
+  fs::FilesystemConfig config = decode_ahead_config(1ull << 30, {fs::FillPolicy::Mode::kAll, 0});
+  config.memory_budget_bytes = 4 * (80 << 10);
+  struct Small : testing::PageCacheMount {
+    Recorder rec;
+    explicit Small(fs::FilesystemConfig c) : PageCacheMount(small_files_tree, c) { fs->add_page_cache_sink(&rec, rec.sink()); }
+    ~Small() { fs->remove_page_cache_sink(&rec); }
+  } m(config);
+  m.fs->start_prefetch(fs::PrefetchMode::kHotList);
+  m.fs->wait_prefetch_idle();
+  REQUIRE(m.fs->stats().frames_decoded == 0);  // stored only: nobody knew the files yet
+  m.describe_all();
+  m.fs->decode_known_ahead();
+  m.fs->wait_prefetch_idle();
+  const fs::MountStats s = m.fs->stats();
+  INFO("frames " << s.archive_frames << ", decoded ahead " << s.frames_decoded_ahead);
+  REQUIRE(s.archive_frames > 8);
+  CHECK(s.frames_decoded_ahead >= s.archive_frames - 1);  // the last frame may hold only the end of the tar
+  CHECK(m.rec.taken.size() == m.files().size());
+  CHECK(s.memory_peak_bytes <= config.memory_budget_bytes);
 }
 
 TEST_CASE("decode-ahead: the byte cap holds", "[unit]") {
