@@ -56,6 +56,8 @@ class ObjectByteSource final : public ByteSource {
   // archive's index is parsed, a mount has no use for the 1 MiB it read with its lookup. Not
   // thread-safe: call before the source is shared with other threads.
   void release_tail() { std::string().swap(tail_); }
+  // The object's last bytes kept from open or from_tail (empty after release_tail()).
+  std::string_view held_tail() const { return tail_; }
 
   const ObjectInfo& info() const { return info_; }
   // Figures for status lines and tests: GET requests sent and bytes they returned.

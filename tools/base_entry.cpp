@@ -2,8 +2,11 @@
 #include "tools/base_entry.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 
+#include "common/posix_files.h"
+#include "format/hashing.h"
 #include "tools/store_options.h"
 
 namespace lazycache::cli {
@@ -34,7 +37,32 @@ class PrefetchedTailSource final : public ByteSource {
   std::string tail_;
 };
 
+std::string tail_digest(std::string_view tail) {
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx",
+                static_cast<unsigned long long>(format::xxh3_64(std::as_bytes(std::span<const char>(tail.data(), tail.size())))));
+  return hex;
+}
+
+// Mount's copy of the tail, when the record names one and the file holds exactly `len` bytes
+// with the recorded digest; else empty (the caller reads the tail from the store).
+std::string copied_tail(const SaveRecord& r, uint64_t len) {
+  if (r.base_tail_digest.empty() || r.state_dir.empty()) return {};
+  auto copy = read_whole_file(base_tail_copy_path(r.state_dir), static_cast<size_t>(len) + 1);
+  if (!copy.ok() || copy->size() != len || tail_digest(*copy) != r.base_tail_digest) return {};
+  return std::move(copy).value();
+}
+
 }  // namespace
+
+uint64_t base_tail_read_length(uint64_t base_size, uint64_t base_tail) { return std::min(base_size, std::max(base_tail, kFirstTailRead)); }
+
+std::string base_tail_copy_path(const std::string& state_dir) { return state_dir + "/base-tail"; }
+
+Result<std::string> keep_base_tail_copy(const std::string& state_dir, std::string_view tail) {
+  LC_RETURN_IF_ERROR(replace_file(base_tail_copy_path(state_dir), std::string(tail), 0600));
+  return tail_digest(tail);
+}
 
 uint64_t base_tail_bytes(const format::Index& index, uint64_t object_bytes) {
   const auto frames = index.frames();
@@ -53,13 +81,17 @@ Result<BaseEntry> open_base_entry(std::shared_ptr<remote::ObjectStore> store, co
   if (!r.base_etag.empty() && r.base_size > 0 && r.base_tail > 0 && r.base_tail <= r.base_size) {
     base.object = remote::ObjectInfo{object_key, r.base_size, r.base_etag};
     base.source = open_entry_source(store, base.object);
-    const uint64_t len = std::min(r.base_size, std::max(r.base_tail, kFirstTailRead));
-    std::string tail(len, '\0');
-    auto got = base.source->read_at(r.base_size - len, std::as_writable_bytes(std::span<char>(tail)));
-    if (!got.ok() && got.error().code() == ErrorCode::kPreconditionFailed) return replaced("another (" + got.error().message() + ")");
-    if (!got.ok()) return got.error().with_context(what + ": reading its tail");
-    // A shorter object than recorded is another object, whatever its ETag says.
-    if (*got != len) return replaced("shorter than the " + std::to_string(r.base_size) + " bytes mounted");
+    const uint64_t len = base_tail_read_length(r.base_size, r.base_tail);
+    std::string tail = copied_tail(r, len);
+    base.tail_from_mount = !tail.empty();
+    if (tail.empty()) {
+      tail.assign(len, '\0');
+      auto got = base.source->read_at(r.base_size - len, std::as_writable_bytes(std::span<char>(tail)));
+      if (!got.ok() && got.error().code() == ErrorCode::kPreconditionFailed) return replaced("another (" + got.error().message() + ")");
+      if (!got.ok()) return got.error().with_context(what + ": reading its tail");
+      // A shorter object than recorded is another object, whatever its ETag says.
+      if (*got != len) return replaced("shorter than the " + std::to_string(r.base_size) + " bytes mounted");
+    }
     for_reader = std::make_shared<PrefetchedTailSource>(base.source, std::move(tail));
   } else {
     auto object = store->head(object_key);

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "common/byte_source.h"
 #include "common/status.h"
@@ -26,18 +27,35 @@ namespace lazycache::cli {
 // The bytes after the last data frame of an archive of `object_bytes` with `index` (index frame
 // and seek table): what SaveRecord::base_tail records. Pure.
 uint64_t base_tail_bytes(const format::Index& index, uint64_t object_bytes);
+// What the save reads of the end of the base to open it: its tail, and at least the 256 KiB
+// ArchiveReader::open reads first, within the object. Pure.
+uint64_t base_tail_read_length(uint64_t base_size, uint64_t base_tail);
+
+// The copy of the base's tail that mount keeps for the save: `state_dir`/base-tail. Mount read
+// those bytes with its lookup, pinned to the entry's ETag, so keeping them costs no request and
+// spares the save the ranged GET of the tail, the round trip before anything else of an
+// incremental save can start (the copies in the store wait for the base's frame table).
+std::string base_tail_copy_path(const std::string& state_dir);
+// Writes `tail` there (mode 0600, temp name and rename) and returns its digest for
+// SaveRecord::base_tail_digest.
+Result<std::string> keep_base_tail_copy(const std::string& state_dir, std::string_view tail);
 
 struct BaseEntry {
   remote::ObjectInfo object;                 // the entry's object, pinned to the mounted ETag
   std::shared_ptr<const ByteSource> source;  // ranged reads of it (pinned), for its frames
   std::unique_ptr<format::ArchiveReader> reader;
+  // The tail came from mount's copy: nothing asked the store yet whether the entry is still the
+  // one mounted. Every read and copy of it is pinned to the ETag and the commit checks it once
+  // more, so a replaced base fails the save with kPreconditionFailed later instead of here.
+  bool tail_from_mount = false;
 };
 
 // Opens object `object_key` as recorded in `r` (base_etag, base_size, base_tail). With all
-// three: one ranged GET of the tail (at least the 256 KiB ArchiveReader::open reads first),
-// pinned to the ETag. Else (records written before base_size) a HEAD, the ETag compared, then
-// ArchiveReader::open on the store. Errors: kPreconditionFailed (the entry was replaced after it
-// was mounted), kNotFound, the store's and ArchiveReader::open's, with the object named.
+// three: the tail from mount's copy when the record names one (base_tail_digest) and the file
+// holds exactly those bytes, else one ranged GET of it, pinned to the ETag. Else (records
+// written before base_size) a HEAD, the ETag compared, then ArchiveReader::open on the store.
+// Errors: kPreconditionFailed (the entry was replaced after it was mounted), kNotFound, the
+// store's and ArchiveReader::open's, with the object named.
 Result<BaseEntry> open_base_entry(std::shared_ptr<remote::ObjectStore> store, const std::string& object_key, const SaveRecord& r);
 
 }  // namespace lazycache::cli

@@ -75,6 +75,10 @@ struct MountSource {
   std::optional<ResolvedEntry> resolved;  // store entries only: printed once the mounts serve
   std::string store_name;
   std::string base_etag;  // of the entry mounted
+  // The end of the entry an incremental save reads to open it (tools/base_entry.h), taken from
+  // the lookup's tail before it is released; empty when that tail does not hold it all. Written
+  // next to each writable mount's upper directory, then dropped.
+  std::string base_tail_copy;
 };
 
 // What ended mounts left behind is cleaned up; a path still mounted is kAlreadyExists.
@@ -179,7 +183,7 @@ struct Mounts {
 
 // What unmount --save needs of the mount at `pl` (tools/save_record.h).
 Status record_for_save(const MountSource& src, const fs::Filesystem& filesystem, const Placement& pl, const std::string& state_dir,
-                       const std::string& cache_dir) {
+                       bool own_state_dir, const std::string& cache_dir) {
   SaveRecord r = *src.record;
   r.path = pl.path;
   r.state_dir = state_dir;
@@ -189,6 +193,12 @@ Status record_for_save(const MountSource& src, const fs::Filesystem& filesystem,
   r.base_member = filesystem.index().path(pl.root);
   r.base_size = src.bytes->size();
   r.base_tail = base_tail_bytes(filesystem.index(), src.bytes->size());
+  // Only into a state directory of our own (a --upper-dir is the user's), and only as a shortcut:
+  // without it the save reads the tail from the store as before.
+  if (!src.base_tail_copy.empty() && !state_dir.empty() && own_state_dir) {
+    auto digest = keep_base_tail_copy(state_dir, src.base_tail_copy);
+    if (digest.ok()) r.base_tail_digest = *digest;
+  }
   return write_save_record(r).with_context("recording the key for unmount --save");
 }
 
@@ -213,7 +223,7 @@ Status mount_all(const MountOptions& o, fs::Filesystem& filesystem, const std::v
       if (!overlay.ok()) return overlay.error().with_context("upper directory " + state_dir);
       out.overlays.push_back(std::move(overlay).value());
     }
-    if (src.record) LC_RETURN_IF_ERROR(record_for_save(src, filesystem, pl, state_dir, o.cache_dir));
+    if (src.record) LC_RETURN_IF_ERROR(record_for_save(src, filesystem, pl, state_dir, o.upper_dir.empty(), o.cache_dir));
     LC_ASSIGN_OR_RETURN(auto m, state_dir.empty() ? fs::FuseMount::mount(filesystem, mc) : fs::mount_overlay(*out.overlays.back(), mc));
     daemon.note_mounted(pl.path);
     m->start();
@@ -377,6 +387,12 @@ int run_mount(const MountOptions& o) {
   }
   if (!reader.ok()) return fail(reader.error().with_context("opening " + src.bytes->describe()));
   const uint64_t mount_reads = src.object ? src.object->requests() : counting->reads();
+  if (src.record && src.object && o.writable_mount()) {
+    const uint64_t size = src.object->size();
+    const uint64_t len = base_tail_read_length(size, base_tail_bytes((*reader)->index(), size));
+    const std::string_view held = src.object->held_tail();
+    if (held.size() >= len) src.base_tail_copy.assign(held.substr(held.size() - len));
+  }
   if (src.object) src.object->release_tail();                          // the index is parsed; no fetch thread exists yet
   auto placements = format::place_roots((*reader)->index(), o.paths);  // the rule restore uses
   if (!placements.ok()) return fail(placements.error());
@@ -403,6 +419,7 @@ int run_mount(const MountOptions& o) {
   }
   Mounts mounted;
   if (Status s = mount_all(o, filesystem, *placements, src, *daemon, mounted); !s.ok()) return fail(s);
+  std::string().swap(src.base_tail_copy);  // written where the saves look for it
   if (Status s = start_prefetch(o, filesystem, *placements); !s.ok()) return fail(s);
   if (Status s = print_mounted(o, filesystem, mounted, src, mount_reads, daemon->foreground(), started); !s.ok()) return fail(s);
   daemon->ready(kExitOk);

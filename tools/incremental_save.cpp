@@ -213,6 +213,11 @@ Result<IncrementalSaveCounts> save_incremental(const std::vector<SaveRecord>& re
   }
   auto written = format::write_incremental_archive(roots, base, changed, *sink, pack);
   if (!written.ok() && written.error().code() == ErrorCode::kCancelled) return Status(ErrorCode::kCancelled, counts.plan);
+  // Opened from mount's copy of its tail, the base is checked by the reads, copies and commit
+  // pinned to its ETag (tools/base_entry.h): a refusal there is the base replaced since the mount.
+  if (!written.ok() && written.error().code() == ErrorCode::kPreconditionFailed && opened.tail_from_mount)
+    return Status(ErrorCode::kPreconditionFailed,
+                  "the mounted entry " + object_key + " was replaced after it was mounted (" + written.error().message() + ")");
   if (!written.ok()) return written.error();
   counts.stats = *written;
   counts.frames_from_cache = from_cache;

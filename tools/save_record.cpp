@@ -57,6 +57,8 @@ Status apply_line(SaveRecord& r, const std::string& k, const std::string& v) {
     LC_ASSIGN_OR_RETURN(r.base_size, number(k, v));
   } else if (k == "base_tail") {
     LC_ASSIGN_OR_RETURN(r.base_tail, number(k, v));
+  } else if (k == "base_tail_digest") {
+    r.base_tail_digest = v;
   } else if (k == "xattrs")
     r.xattrs = v == "stored" ? format::XattrSet::kStored : v == "none" ? format::XattrSet::kNone : format::XattrSet::kUser;
   else if (k == "store") st.url = v;
@@ -114,6 +116,7 @@ std::string SaveRecord::to_text() const {
   if (!base_member.empty()) out << "base_member=" << base_member << "\n";
   if (!base_object.empty()) out << "base_object=" << base_object << "\n";
   if (base_size > 0) out << "base_size=" << base_size << "\nbase_tail=" << base_tail << "\n";
+  if (!base_tail_digest.empty()) out << "base_tail_digest=" << base_tail_digest << "\n";
   out << store_settings_text(store);
   return out.str();
 }

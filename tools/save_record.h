@@ -27,6 +27,7 @@ namespace lazycache::cli {
 //   exact_hit=0|1                pid=N                state_dir=DIR cache_dir=DIR
 //   xattrs=user|stored|none      base_etag=E          base_member=ARCHIVE/PATH
 //   base_object=OBJECT/NAME      base_size=BYTES      base_tail=BYTES
+//   base_tail_digest=16 hex digits
 //   store=URL                    endpoint=URL         region=R
 //   addressing=auto|path|virtual sign_payload=0|1
 //   concurrency=N (0: auto)      part_size=BYTES (0: auto)
@@ -64,6 +65,10 @@ struct SaveRecord {
   // (and on misses): the save then asks the store (HEAD, then one or two reads of the tail).
   uint64_t base_size = 0;
   uint64_t base_tail = 0;
+  // XXH3-64 (16 hex digits) of the copy of the base's tail that mount kept in
+  // state_dir/base-tail (tools/base_entry.h): the save opens the base from it without a round
+  // trip. Empty: no copy (an older mount, a tail the lookup did not read whole, a failed write).
+  std::string base_tail_digest = std::string();
 
   std::string to_text() const;
   // kCorrupt without a path or key, or with a value that does not parse (a size, a number).

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: MIT
-// tools/base_entry.h: the base of an incremental save opened with one ranged GET when the save
-// record holds the entry's size and tail (issue 17), and as before (HEAD, then the reader's
-// reads) from a record written before those lines.
+// tools/base_entry.h: the base of an incremental save opened with no request at all from the
+// copy of its tail that mount kept (state_dir/base-tail, its digest in the record), with one
+// ranged GET when the save record holds the entry's size and tail but no usable copy (issue 17),
+// and as before (HEAD, then the reader's reads) from a record written before those lines.
 #include "tools/base_entry.h"
 
 #include <catch2/catch.hpp>
+#include <unistd.h>
 #include <string>
 
 #include "common/posix_files.h"
@@ -104,6 +106,71 @@ TEST_CASE("the base of an incremental save is opened with one GET from a full sa
     auto base = open_base_entry(store, "base", r);
     REQUIRE(!base.ok());
     CHECK(base.error().code() == ErrorCode::kNotFound);
+  }
+}
+
+TEST_CASE("the base of an incremental save is opened from mount's copy of its tail, with no request", "[unit]") {
+  const BigBase& big = big_base();
+  auto store = std::make_shared<MemoryObjectStore>();
+  const remote::ObjectInfo info = store->put_bytes("base", big.bytes);
+  auto local = lazycache::testing::open_archive(big.dir / "a.tar.zst");
+  lazycache::testing::TempDir state;
+  SaveRecord r;
+  r.path = "/w";
+  r.primary_key = "k";
+  r.state_dir = state.path();
+  r.base_etag = info.etag;
+  r.base_size = info.size;
+  r.base_tail = base_tail_bytes(local->index(), info.size);
+  const uint64_t len = base_tail_read_length(info.size, r.base_tail);
+  REQUIRE(len == r.base_tail);  // over the 256 KiB the reader reads first
+  auto digest = keep_base_tail_copy(state.path(), std::string_view(big.bytes).substr(big.bytes.size() - len));
+  REQUIRE(digest.ok());
+  r.base_tail_digest = *digest;
+  // What mount records comes back from the record's text.
+  auto back = SaveRecord::parse(r.to_text());
+  REQUIRE(back.ok());
+  CHECK(back->base_tail_digest == r.base_tail_digest);
+
+  SECTION("no HEAD, no GET; frames still come from the store, pinned") {
+    auto base = open_base_entry(store, "base", *back);
+    INFO((base.ok() ? std::string() : base.error().to_string()));
+    REQUIRE(base.ok());
+    CHECK(base->tail_from_mount);
+    CHECK(store->calls(StoreOp::kHead) == 0);
+    CHECK(store->calls(StoreOp::kGetRange) == 0);
+    CHECK(base->reader->index().entry_count() == local->index().entry_count());
+    auto frame = base->reader->read_frame(0);
+    REQUIRE(frame.ok());
+    CHECK(*frame == *local->read_frame(0));
+    CHECK(store->calls(StoreOp::kGetRange) == 1);
+  }
+  SECTION("a copy that is not the recorded bytes is not used: the tail is read from the store") {
+    SECTION("damaged") {
+      auto bytes = read_whole_file(base_tail_copy_path(state.path()), 1u << 30);
+      REQUIRE(bytes.ok());
+      (*bytes)[bytes->size() / 2] ^= 0x40;
+      REQUIRE(replace_file(base_tail_copy_path(state.path()), *bytes).ok());
+    }
+    SECTION("short") {
+      auto bytes = read_whole_file(base_tail_copy_path(state.path()), 1u << 30);
+      REQUIRE(bytes.ok());
+      REQUIRE(replace_file(base_tail_copy_path(state.path()), bytes->substr(1)).ok());
+    }
+    SECTION("gone") { REQUIRE(::unlink(base_tail_copy_path(state.path()).c_str()) == 0); }
+    auto base = open_base_entry(store, "base", *back);
+    REQUIRE(base.ok());
+    CHECK(!base->tail_from_mount);
+    CHECK(store->calls(StoreOp::kGetRange) == 1);
+    CHECK(base->reader->index().entry_count() == local->index().entry_count());
+  }
+  SECTION("an entry replaced after the mount: the copy opens, the first pinned read says so") {
+    store->put_bytes("base", big.bytes);  // the same bytes uploaded again: another ETag
+    auto base = open_base_entry(store, "base", *back);
+    REQUIRE(base.ok());
+    auto frame = base->reader->read_frame(0);
+    REQUIRE(!frame.ok());
+    CHECK(frame.error().code() == ErrorCode::kPreconditionFailed);
   }
 }
 
