@@ -5,8 +5,8 @@
 // and as before (HEAD, then the reader's reads) from a record written before those lines.
 #include "tools/base_entry.h"
 
-#include <catch2/catch.hpp>
 #include <unistd.h>
+#include <catch2/catch.hpp>
 #include <string>
 
 #include "common/posix_files.h"
