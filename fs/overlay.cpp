@@ -428,6 +428,7 @@ Result<std::vector<DirEntryInfo>> Overlay::list(uint64_t ino) {
   LC_ASSIGN_OR_RETURN(std::string rel, path_of(ino));
   struct stat st;
   const bool has_upper = ::lstat(upper_path(rel).c_str(), &st) == 0;
+  const int upper_errno = has_upper ? 0 : errno;
   if (has_upper && !S_ISDIR(st.st_mode)) return sys_error(ENOTDIR, rel);
   std::optional<EntryId> lower = n.lower;
   if (lower && lower_.index().entry(*lower).type != format::EntryType::kDirectory) {
@@ -435,6 +436,10 @@ Result<std::vector<DirEntryInfo>> Overlay::list(uint64_t ino) {
     lower.reset();
   }
   if (!has_upper && !lower) return sys_error(ENOENT, rel);
+  // An archive directory listed without an upper one: remembered as a lookup does
+  // (no_upper_dir), so the files listed here (the tree walk at mount lists every directory) are
+  // stat'ed and opened without trying upper/ first.
+  if (!has_upper && (upper_errno == ENOENT || upper_errno == ENOTDIR)) no_upper_dir_.insert(ino);
   return list_at(rel, has_upper, lower);
 }
 

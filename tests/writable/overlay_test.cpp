@@ -191,6 +191,47 @@ TEST_CASE("overlay: writing an archive file copies it up once, keeps its inode, 
   require_same_view(w);
 }
 
+TEST_CASE("overlay: files of a directory listed without an upper one are opened from the archive until it gets one", "[unit]") {
+  // list() remembers that the directory has no upper one (as a lookup does), and a read-only open
+  // of its archive files then skips upper/ (no_upper_dir_); whatever makes the upper directory
+  // (a copy-up, a create) must make those opens look there again.
+  World w;
+  const std::string dir = "node_modules/pkg-3";
+  const uint64_t dir_ino = w.ino(dir);
+  REQUIRE(dir_ino != 0);
+  auto listed = w.overlay->list(dir_ino);
+  REQUIRE(listed.ok());
+  std::vector<std::string> files;
+  for (const auto& e : *listed)
+    if (e.type == S_IFREG) files.push_back(dir + "/" + e.name);
+  REQUIRE(files.size() >= 2);
+  auto read_whole = [&](const std::string& rel) {
+    auto h = w.overlay->open(w.ino(rel), O_RDONLY);
+    REQUIRE(h.ok());
+    auto bytes = w.overlay->read_sync(*h, 0, 1 << 20);
+    w.overlay->release(*h);
+    REQUIRE(bytes.ok());
+    return *bytes;
+  };
+  CHECK(read_whole(files[0]) == testing::read_file(w.plain + "/" + files[0]));
+  // A copy-up of one file makes the upper directory: the other files still read as the archive,
+  // the changed one as changed.
+  REQUIRE(write_at(w, files[0], "CHANGED", 0).ok());
+  plain_write_at(w, files[0], "CHANGED", 0);
+  CHECK(read_whole(files[0]) == testing::read_file(w.plain + "/" + files[0]));
+  CHECK(read_whole(files[1]) == testing::read_file(w.plain + "/" + files[1]));
+  // Listed again (now with its upper directory), then a new file made in it: read back as written.
+  REQUIRE(w.overlay->list(dir_ino).ok());
+  auto made = w.overlay->create(dir_ino, "fresh.js", 0644, O_WRONLY | O_CREAT | O_EXCL, fs::Caller{});
+  REQUIRE(made.ok());
+  const std::string fresh = "new file";
+  REQUIRE(w.overlay->write(made->second, std::span<const char>(fresh.data(), fresh.size()), 0).ok());
+  w.overlay->release(made->second);
+  CHECK(read_whole(dir + "/fresh.js") == fresh);
+  testing::write_file(w.plain + "/" + dir + "/fresh.js", fresh);
+  require_same_view(w);
+}
+
 TEST_CASE("overlay: O_TRUNC and truncate copy up only what stays", "[unit]") {
   World w;
   const std::string big = "node_modules/pkg-10/lib/big.bin";
