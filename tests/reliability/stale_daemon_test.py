@@ -27,6 +27,12 @@ sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import lc_harness  # noqa: E402
 
+# The daemon's tree walk at mount sends requests to its own mount, and a SIGKILL while one is in
+# a handler leaves the process unable to die (known bug, docs/mount.md "Caveats"): the mount then
+# hangs everything that touches it. These tests kill daemons on purpose, for what they test
+# (the chunk cache, stale state), so their mounts run without the walk until it is fixed.
+NO_WALK = ["--warm-names", "off"]
+
 
 def state_files(h):
     return sorted(glob.glob(os.path.join(h.run_dir, "mount-*.state")))
@@ -38,7 +44,7 @@ def expect(failures, cond, what):
 
 
 def mount_and_kill(h, mnt, cache, failures, label):
-    p = h.mount(h.store, mnt, cache, ["--prefetch", "none"])
+    p = h.mount(h.store, mnt, cache, ["--prefetch", "none"] + NO_WALK)
     if p.returncode != 0:
         failures.append("%s: mount failed: %s" % (label, p.stderr.strip()))
         return None
@@ -67,7 +73,7 @@ def killed_case(h, failures):
         expect(failures, u.returncode == 0, "killed: unmount --all failed: %s" % u.stderr.strip())
         clean_after(h, mnt, failures, "killed: after unmount --all")
     if mount_and_kill(h, mnt, cache, failures, "killed/mount") is not None:
-        p = h.mount(h.store, mnt, cache, ["--prefetch", "none"])
+        p = h.mount(h.store, mnt, cache, ["--prefetch", "none"] + NO_WALK)
         expect(failures, p.returncode == 0 and "cleaned up a stale mount" in p.stderr, "killed: remount: rc %d %s" % (p.returncode, p.stderr.strip()))
         rel = sorted(h.files)[-1]
         expect(failures, p.returncode == 0 and lc_harness.read_file(os.path.join(mnt, rel)) == h.files[rel],
@@ -82,7 +88,7 @@ def zombie_case(h, failures):
     os.makedirs(mnt)
     h.mounts.append(mnt)
     child = subprocess.Popen([h.cli, "mount", "--foreground", "--store", h.store, "--any-paths", "--key", "faults", "--cache-dir", cache,
-                              "--prefetch", "none", mnt], env=h.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                              "--prefetch", "none"] + NO_WALK + [mnt], env=h.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         pid = h.daemon_pid(mnt, wait_s=20)
         if pid != child.pid:
@@ -102,7 +108,7 @@ def zombie_case(h, failures):
         expect(failures, u.returncode == 0, "zombie: unmount --all failed: %s" % u.stderr.strip())
         s = h.lc("status")
         expect(failures, "no lazycache mounts" in s.stdout, "zombie: status still lists %r" % s.stdout)
-        p = h.mount(h.store, mnt, cache, ["--prefetch", "none"])
+        p = h.mount(h.store, mnt, cache, ["--prefetch", "none"] + NO_WALK)
         expect(failures, p.returncode == 0, "zombie: remount failed: %s" % p.stderr.strip())
         s = h.lc("status", mnt)
         expect(failures, s.returncode == 0 and ": mounted from" in s.stdout, "zombie: new mount not reported: %r" % s.stdout)
