@@ -1,16 +1,15 @@
 // SPDX-License-Identifier: MIT
 #include "fs/tree_warmer.h"
 
-#include <dirent.h>
-#include <fcntl.h>
-#include <sys/stat.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
-#include <cstring>
-#include <unordered_map>
 #include <utility>
-#include <vector>
+
+#include "fs/tree_walk.h"
 
 namespace lazycache::fs {
 namespace {
@@ -24,10 +23,10 @@ int64_t now_ms() {
 TreeWarmer::TreeWarmer(std::string mountpoint, uint64_t max_entries, std::vector<std::string> first, TreeWarmHooks hooks)
     : mountpoint_(std::move(mountpoint)), max_entries_(max_entries), first_(std::move(first)), hooks_(std::move(hooks)),
       started_ms_(now_ms()), thread_([this](std::stop_token stop) {
-        const bool finished = walk(stop) && !stop.stop_requested();
+        const bool finished = max_entries_ == 0 || run(stop);
         elapsed_ms_ = static_cast<uint64_t>(now_ms() - started_ms_);
         active_ = false;
-        if (hooks_.ended) hooks_.ended(finished);
+        if (hooks_.ended) hooks_.ended(finished && !stop.stop_requested());
       }) {}
 
 TreeWarmer::~TreeWarmer() {
@@ -48,68 +47,40 @@ TreeWarmStats TreeWarmer::stats() const {
   return s;
 }
 
-bool TreeWarmer::walk(std::stop_token stop) {
-  if (max_entries_ == 0) return true;
-  struct stat root;
-  if (::stat(mountpoint_.c_str(), &root) != 0) return false;
-  device_ = root.st_dev;
-  buf_.resize(64 << 10);
-  auto room = [&] { return !stop.stop_requested() && entries_.load(std::memory_order_relaxed) < max_entries_; };
-  // The hot directories first; the walk below takes their subdirectories from these listings.
-  std::unordered_map<std::string, std::vector<std::string>> listed_first;
-  for (const std::string& rel : first_) {
-    if (!room()) return !stop.stop_requested();
-    if (listed_first.count(rel) != 0) continue;
-    std::vector<std::string> subdirs;
-    if (!list(rel, subdirs, stop)) return false;
-    listed_first.emplace(rel, std::move(subdirs));
+bool TreeWarmer::run(const std::stop_token& stop) {
+  {
+    std::lock_guard lock(child_mu_);
+    if (stop.stop_requested()) return false;
+    // Started from this thread, which waits for the process below: it dies with this thread.
+    const TreeWalkProcess p = spawn_tree_walk({mountpoint_, max_entries_, first_});
+    if (p.pid < 0) return false;  // the walk only saves lookups: the mount serves without it
+    child_ = p.pid;
+    socket_ = p.socket;
   }
-  // Depth first, in listing order: the archive's order (depth-first, by name), which is the
-  // order the fill brings frames in. So the files of each frame become known one frame after the
-  // other, just behind the fill, and each frame can be decoded and handed off whole as soon as
-  // it is (Filesystem::note_known); breadth first made nearly every frame wait for the end of the
-  // walk, since a frame holds directories of many depths. With the cap, the names listed are the
-  // start of the archive, which is also what the fill covers first.
-  std::vector<std::string> pending{""};  // a stack; "" is the mount point itself
-  while (!pending.empty() && room()) {
-    const std::string rel = std::move(pending.back());
-    pending.pop_back();
-    std::vector<std::string> subdirs;
-    if (auto it = listed_first.find(rel); it != listed_first.end()) {
-      subdirs = std::move(it->second);
-    } else if (!list(rel, subdirs, stop)) {
-      return false;
-    }
-    for (auto d = subdirs.rbegin(); d != subdirs.rend(); ++d) pending.push_back(std::move(*d));
+  std::stop_callback kill_on_stop(stop, [this] {
+    std::lock_guard lock(child_mu_);
+    if (child_ > 0) ::kill(child_, SIGKILL);
+  });
+  TreeWalkEvent event;
+  size_t have = 0;  // bytes of `event` read so far: a stream may split a record
+  while (true) {
+    const ssize_t n = ::recv(socket_, reinterpret_cast<char*>(&event) + have, sizeof event - have, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;  // the process ended (or closed its end: it is ending)
+    have += static_cast<size_t>(n);
+    if (have < sizeof event) continue;
+    have = 0;
+    entries_.fetch_add(event.entries, std::memory_order_relaxed);
+    directories_.fetch_add(1, std::memory_order_relaxed);
+    if (hooks_.listed_directory) hooks_.listed_directory();
   }
-  return true;
-}
-
-bool TreeWarmer::list(const std::string& rel, std::vector<std::string>& subdirs, const std::stop_token& stop) {
-  const std::string path = rel.empty() ? mountpoint_ : mountpoint_ + "/" + rel;
-  // O_NOFOLLOW: a symlink the job put where a directory was is not followed off the mount.
-  const int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) return errno != ENOTCONN && errno != ENODEV;  // else removed or renamed by the job meanwhile
-  struct stat st;
-  if (::fstat(fd, &st) != 0 || st.st_dev != device_) {  // not on the mount any more
-    ::close(fd);
-    return false;
-  }
-  while (!stop.stop_requested()) {
-    const ssize_t n = ::getdents64(fd, buf_.data(), buf_.size());
-    if (n <= 0) break;
-    for (ssize_t at = 0; at < n;) {
-      const auto* d = reinterpret_cast<const dirent64*>(buf_.data() + at);
-      at += d->d_reclen;
-      if (std::strcmp(d->d_name, ".") == 0 || std::strcmp(d->d_name, "..") == 0) continue;
-      entries_.fetch_add(1, std::memory_order_relaxed);
-      if (d->d_type == DT_DIR) subdirs.push_back(rel.empty() ? std::string(d->d_name) : rel + "/" + d->d_name);
-    }
-  }
-  ::close(fd);
-  directories_.fetch_add(1, std::memory_order_relaxed);
-  if (hooks_.listed_directory) hooks_.listed_directory();
-  return true;
+  std::lock_guard lock(child_mu_);
+  int status = 0;
+  while (::waitpid(child_, &status, 0) < 0 && errno == EINTR) {}
+  child_ = -1;
+  ::close(socket_);
+  socket_ = -1;
+  return WIFEXITED(status) && WEXITSTATUS(status) == kTreeWalkFinished;
 }
 
 }  // namespace lazycache::fs

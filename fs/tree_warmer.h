@@ -8,20 +8,24 @@
 // cannot be handed to the page cache with it (Filesystem::add_page_cache_sink), so the job later
 // reads it through the daemon. A READDIRPLUS reply makes a dentry and an inode for every entry it
 // names, valid for the mount's entry timeout (a day), and marks its files known. So one listing
-// of every directory, on a thread of the daemon and not on the job's path, turns the job's
+// of every directory, beside the daemon and not on the job's path, turns the job's
 // lookups into name-cache hits and lets every decoded frame hand off all its files at once.
 //
 // How: first the directories `first` names (the learned hot list's, in the order the last job
-// opened their files: the job about to run opens them in that order again), then depth first (in the archive's order)
-// from the mount point, skipping those; one directory open at a time (by its path below the mount
-// point: its parent was listed before, so resolving it sends nothing), getdents64 into a 64 KiB
-// buffer, until every directory was listed or `max_entries` names were. It opens no file and
-// reads no data: nothing is fetched, and the learned access order sees nothing.
+// opened their files: the job about to run opens them in that order again), then depth first (in
+// the archive's order) from the mount point, skipping those; one directory open at a time (by its
+// path below the mount point: its parent was listed before, so resolving it sends nothing),
+// getdents64 into a 64 KiB buffer, until every directory was listed or `max_entries` names were.
+// It opens no file and reads no data: nothing is fetched, and the learned access order sees
+// nothing. The listing runs in a process of its own (fs/tree_walk.h says why: a daemon killed
+// while its own thread waited on its mount could never finish dying); this class starts it,
+// counts its events and runs the hooks on a thread of the caller.
 //
 // A descriptor open under the mount point makes umount(2) fail with EBUSY while it is held, so
 // `lazycache unmount` asks the daemon to stop the walk (tools/mount_daemon.h) and tries again;
-// request_stop() ends it after the directory being listed. A directory that is no longer on the
-// mount (it was unmounted, so the path leads to what lies below) ends the walk too.
+// request_stop() kills the walk's process (a request of it the daemon is handling is answered
+// first). A directory that is no longer on the mount (it was unmounted, so the path leads to what
+// lies below) ends the walk too.
 // Thread-safe: stats() and request_stop() may be called from any thread.
 #pragma once
 
@@ -30,6 +34,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -44,7 +49,7 @@ struct TreeWarmStats {
 };
 
 // What the mount does as the walk goes (Filesystem's decode-ahead, fs/filesystem.h): each set is
-// called on the walk's thread.
+// called on the thread that follows the walk.
 struct TreeWarmHooks {
   // After each directory was listed: the kernel has made the inodes of every name in it by then
   // (its getdents returned), so their files may be handed to the page cache.
@@ -56,38 +61,36 @@ struct TreeWarmHooks {
 
 class TreeWarmer {
  public:
-  // Starts walking `mountpoint` (absolute) on a thread of its own, `first` (paths below it, ""
-  // for itself) before the rest. max_entries 0: nothing is walked. `hooks` run on the walk's
-  // thread (see TreeWarmHooks).
+  // Starts walking `mountpoint` (absolute) from a thread of its own, `first` (paths below it, ""
+  // for itself) before the rest. max_entries 0: nothing is walked. `hooks` run on that thread
+  // (see TreeWarmHooks).
   TreeWarmer(std::string mountpoint, uint64_t max_entries, std::vector<std::string> first = {}, TreeWarmHooks hooks = {});
   // Stops the walk and joins the thread.
   ~TreeWarmer();
   TreeWarmer(const TreeWarmer&) = delete;
   TreeWarmer& operator=(const TreeWarmer&) = delete;
 
-  // Ends the walk after the directory being listed; returns at once.
+  // Ends the walk (kills its process); returns at once.
   void request_stop() { thread_.request_stop(); }
   // Waits for the walk to end.
   void join();
   TreeWarmStats stats() const;
 
  private:
-  // False when the walk could not go on (the mount is gone, or it was stopped).
-  bool walk(std::stop_token stop);
-  // Lists directory `rel` (below the mount point); its subdirectories go to `subdirs`. False when
-  // the walk must end (the mount is gone); a directory the job removed meanwhile is skipped.
-  bool list(const std::string& rel, std::vector<std::string>& subdirs, const std::stop_token& stop);
+  // Starts the walk's process and follows it to its end; true when it finished by itself.
+  bool run(const std::stop_token& stop);
 
   const std::string mountpoint_;
   const uint64_t max_entries_;
   const std::vector<std::string> first_;
   const TreeWarmHooks hooks_;
-  dev_t device_ = 0;  // the mount's, from the walk's start
-  std::vector<char> buf_;
   std::atomic<uint64_t> entries_{0}, directories_{0}, elapsed_ms_{0};
   std::atomic<bool> active_{true};
   const int64_t started_ms_;
-  std::jthread thread_;  // last: it runs walk(), which uses the members above
+  std::mutex child_mu_;  // guards child_: no signal goes to a pid once it was reaped
+  pid_t child_ = -1;     // the walk's process while it runs
+  int socket_ = -1;      // its events
+  std::jthread thread_;  // last: it runs run(), which uses the members above
 };
 
 }  // namespace lazycache::fs

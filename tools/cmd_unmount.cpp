@@ -62,8 +62,8 @@ void report_unmount_failure(const std::string& path, const Status& s, bool was_s
   std::cerr << "; " << busy_advice(path) << "\n";
 }
 
-// unmount_path(), and when it fails because the mount's own daemon holds a directory open (its
-// tree walk right after the mount, fs/tree_warmer.h), the walk is asked to end and the unmount
+// unmount_path(), and when it fails because the mount's own tree walk holds a directory open (the
+// daemon's child right after the mount, fs/tree_walk.h), the walk is asked to end and the unmount
 // tried again for up to 2 s. Any other holder's EBUSY is returned at once.
 Status unmount_ending_walk(const std::string& path, bool lazy, const std::optional<DaemonState>& daemon) {
   Status s = unmount_path(path, lazy);
@@ -72,7 +72,7 @@ Status unmount_ending_walk(const std::string& path, bool lazy, const std::option
   bool asked = false;
   while (std::chrono::steady_clock::now() < deadline) {
     for (const MountHolder& h : find_mount_holders(path)) {
-      if (h.pid != daemon->pid) return s;
+      if (!is_daemon_or_its_walk(h, daemon->pid)) return s;
     }
     if (!asked) {
       ::kill(daemon->pid, kStopTreeWarmSignal);

@@ -65,12 +65,26 @@ std::vector<std::string> numeric_entries(const std::string& dir) {
   return out;
 }
 
+// The parent pid from /proc/PID/stat ("pid (comm) state ppid ..."; comm may hold spaces and
+// parentheses, so the fields are counted from the last ')'), or 0.
+pid_t parent_of(const std::string& proc) {
+  const std::string stat = proc_text(proc + "/stat", 4096);
+  const size_t close = stat.rfind(')');
+  if (close == std::string::npos) return 0;
+  int ppid = 0;
+  return std::sscanf(stat.c_str() + close + 1, " %*c %d", &ppid) == 1 ? ppid : 0;
+}
+
 void scan_process(pid_t pid, const MountEntry& m, std::vector<MountHolder>& out) {
+  if (pid == ::getpid()) return;  // this process holds nothing under the mount it checks
   const std::string proc = "/proc/" + std::to_string(pid);
   std::string comm = proc_text(proc + "/comm", 4096);
   if (!comm.empty() && comm.back() == '\n') comm.pop_back();
-  auto add = [&](std::string what) { out.push_back(MountHolder{pid, comm, std::move(what)}); };
-  if (pid == ::getpid()) return;  // this process holds nothing under the mount it checks
+  pid_t parent = -1;  // read once, for the first hold found
+  auto add = [&](std::string what) {
+    if (parent < 0) parent = parent_of(proc);
+    out.push_back(MountHolder{pid, parent, comm, std::move(what)});
+  };
   for (const char* link : {"cwd", "root", "exe"}) {
     if (link_mount_id(proc + "/" + link) == m.mount_id) {
       add(std::string(link) == "cwd" ? "working directory " + format::quote_path(read_link(proc + "/cwd"))
@@ -107,11 +121,15 @@ std::vector<MountHolder> find_mount_holders(const std::string& mountpoint) {
   const std::string below = mountpoint == "/" ? "/" : mountpoint + "/";
   for (const MountEntry& e : read_mount_table()) {
     if (e.mountpoint == mountpoint) mount = e;  // the last one is the visible one
-    else if (e.mountpoint.rfind(below, 0) == 0) out.push_back(MountHolder{0, e.mountpoint, "mounted below"});
+    else if (e.mountpoint.rfind(below, 0) == 0) out.push_back(MountHolder{0, 0, e.mountpoint, "mounted below"});
   }
   if (!mount) return {};
   for (const std::string& pid : numeric_entries("/proc")) scan_process(static_cast<pid_t>(std::atol(pid.c_str())), *mount, out);
   return out;
+}
+
+bool is_daemon_or_its_walk(const MountHolder& h, pid_t daemon_pid) {
+  return daemon_pid > 0 && (h.pid == daemon_pid || h.parent == daemon_pid);
 }
 
 std::string describe_holders(const std::vector<MountHolder>& holders, size_t max) {

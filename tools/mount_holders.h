@@ -19,6 +19,7 @@ namespace lazycache::cli {
 
 struct MountHolder {
   pid_t pid = 0;     // 0 for a mount below the path
+  pid_t parent = 0;  // the process's parent (a mount daemon's tree walk is its child, fs/tree_walk.h)
   std::string name;  // the process's comm, or the mount point below the path
   std::string what;  // "fd 3 /mnt/x/file", "working directory", "maps /mnt/x/lib.so", "mounted below"
 };
@@ -26,6 +27,10 @@ struct MountHolder {
 // The holders of the mount at `mountpoint` (absolute, as in /proc/self/mountinfo); empty when it
 // is idle or is not a mount point.
 std::vector<MountHolder> find_mount_holders(const std::string& mountpoint);
+
+// True when `h` is the daemon `daemon_pid` itself or its tree walk (fs/tree_walk.h): not a user
+// of the mount, the unmount ends it.
+bool is_daemon_or_its_walk(const MountHolder& h, pid_t daemon_pid);
 
 // "pid 1234 (sleep): fd 3 /ws/deps/a.txt; ..." (at most `max` holders, then "and N more").
 std::string describe_holders(const std::vector<MountHolder>& holders, size_t max = 5);

@@ -199,7 +199,7 @@ bool report_busy(const Group& g) {
     auto holders = find_mount_holders(r.path);
     // The daemon's own tree walk (fs/tree_warmer.h) is no user of the mount: the unmount after
     // the save ends it.
-    std::erase_if(holders, [&r](const MountHolder& h) { return h.pid == r.pid; });
+    std::erase_if(holders, [&r](const MountHolder& h) { return is_daemon_or_its_walk(h, r.pid); });
     if (holders.empty()) continue;
     busy = true;
     std::cerr << "lazycache unmount: " << r.path << " is busy (" << describe_holders(holders) << "); nothing was saved and it "

@@ -1,14 +1,19 @@
 // SPDX-License-Identifier: MIT
 // TreeWarmer (fs/tree_warmer.h) on a plain directory tree: it lists every name once, the hot
-// directories first without listing them twice, stops at its cap, and ends at once when asked.
+// directories first without listing them twice, stops at its cap, and ends at once when asked;
+// the listing runs in a child process (fs/tree_walk.h) that is reaped however the walk ends.
 // (That the listing puts the names in a FUSE mount's name cache is tests/mount/mount_test.cpp's.)
 #include <catch2/catch.hpp>
 
 #include <sys/stat.h>
 
+#include <atomic>
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "fs/tree_warmer.h"
 #include "fs_test_util.h"
@@ -82,4 +87,60 @@ TEST_CASE("the tree walk stops at its cap, and at once when asked", "[fs][warm]"
   const fs::TreeWarmStats s = walk_to_end(w);
   CHECK_FALSE(s.active);
   CHECK(s.directories < 2 * 2000 + 1);
+}
+
+namespace {
+
+// The pids of this process's children, from /proc/self/task/*/children (every thread's).
+std::vector<std::string> children_of_this_process() {
+  std::vector<std::string> out;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream in(task.path() / "children");
+    for (std::string pid; in >> pid;) out.push_back(pid);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("the tree walk runs in a process of its own, reports each directory and leaves no child behind", "[fs][warm]") {
+  TempDir dir;
+  const std::string root = dir / "t";
+  make_tree(root, 30);
+  REQUIRE(children_of_this_process().empty());
+  std::atomic<int> listed{0}, ended{0}, finished{0};
+  std::atomic<bool> child_seen{false};
+  fs::TreeWarmHooks hooks{[&] {
+                            // Runs on the thread following the walk, after the walk's process
+                            // listed a directory: that process is still there.
+                            if (!children_of_this_process().empty()) child_seen = true;
+                            ++listed;
+                          },
+                          [&](bool done) {
+                            ++ended;
+                            if (done) ++finished;
+                          }};
+  {
+    fs::TreeWarmer w(root, 1000000, {}, hooks);
+    w.join();
+    CHECK(w.stats().directories == 2 * 30 + 1);
+  }
+  CHECK(listed == 2 * 30 + 1);
+  CHECK(child_seen);
+  CHECK(ended == 1);
+  CHECK(finished == 1);
+  CHECK(children_of_this_process().empty());  // reaped
+  // Stopped while it walks: its process is killed and reaped, and the walk did not finish.
+  const std::string big = dir / "big";
+  make_tree(big, 3000);
+  {
+    fs::TreeWarmer w(big, 100000000, {}, hooks);
+    for (int i = 0; i < 2000 && w.stats().directories < 10; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    w.request_stop();
+    w.join();
+    CHECK(w.stats().directories < 2 * 3000 + 1);
+  }
+  CHECK(ended == 2);
+  CHECK(finished == 1);
+  CHECK(children_of_this_process().empty());
 }

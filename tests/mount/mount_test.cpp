@@ -290,9 +290,7 @@ TEST_CASE("a mount whose daemon was killed is detected and cleaned by the next s
   // Each of status, mount and unmount detects the stale mount by itself and cleans it.
   for (const char* cleaner : {"status", "mount", "unmount"}) {
     INFO(cleaner);
-    // Without the tree walk: a SIGKILL while its request to the daemon's own mount is in a handler
-    // leaves the daemon unable to die (known bug, docs/mount.md "Caveats").
-    mount_archive(archive, mnt, "--warm-names off");
+    mount_archive(archive, mnt);
     const long long pid = status_number(mnt, "pid");
     REQUIRE(pid > 0);
     REQUIRE(::kill(static_cast<pid_t>(pid), SIGKILL) == 0);

@@ -28,12 +28,6 @@ sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import lc_harness  # noqa: E402
 
-# The daemon's tree walk at mount sends requests to its own mount, and a SIGKILL while one is in
-# a handler leaves the process unable to die (known bug, docs/mount.md "Caveats"): the mount then
-# hangs everything that touches it. These tests kill daemons on purpose, for what they test
-# (the chunk cache, stale state), so their mounts run without the walk until it is fixed.
-NO_WALK = ["--warm-names", "off"]
-
 READ_DEADLINE_S = 20
 
 
@@ -99,7 +93,7 @@ def daemon_loop(h, url, iterations, rng, failures):
                                   capture_output=True, text=True).stdout.strip()
             failures.append("iteration %d: after killing daemon %s the mount point is neither stale nor gone "
                             "(processes: %s)" % (i, last_pid, live.replace("\n", "; ")))
-        p = h.mount(url, mnt, cache, ["--read-timeout", "10", "--prefetch", "none"] + NO_WALK)
+        p = h.mount(url, mnt, cache, ["--read-timeout", "10", "--prefetch", "none"])
         if p.returncode != 0:
             failures.append("iteration %d: mount failed: %s" % (i, p.stderr.strip()))
             subprocess.run(["fusermount3", "-u", "-z", mnt], capture_output=True)
@@ -132,7 +126,7 @@ def daemon_loop(h, url, iterations, rng, failures):
             failures.append("iteration %d: WRONG BYTES from %s" % (i, rel))
     # The last kill left a stale mount: the next mount cleans it (counted above for the others).
     h.plan([])
-    p = h.mount(url, mnt, cache, ["--prefetch", "none"] + NO_WALK)
+    p = h.mount(url, mnt, cache, ["--prefetch", "none"])
     if p.returncode != 0:
         failures.append("final mount failed: %s" % p.stderr.strip())
         return
@@ -144,7 +138,7 @@ def daemon_loop(h, url, iterations, rng, failures):
                 failures.append("after the kills, %s read wrong bytes" % rel)
     unmount_checked(h, mnt, failures)
     # Every frame is in the chunk cache now: serve all files with the store failing data GETs.
-    p = h.mount(url, mnt, cache, ["--prefetch", "none"] + NO_WALK + ["--read-timeout", "5", "--retries", "1"])
+    p = h.mount(url, mnt, cache, ["--prefetch", "none", "--read-timeout", "5", "--retries", "1"])
     if p.returncode != 0:
         failures.append("cache-only mount failed: %s" % p.stderr.strip())
         return
@@ -190,7 +184,7 @@ def save_loop(h, iterations, rng, failures):
         failures.append("a save after the kills left temporaries of killed saves: %s" % sorted(leftovers)[:3])
     if survivors:
         mnt = os.path.join(h.tmp, "mnt-survivor")
-        p = h.mount(store, mnt, os.path.join(h.tmp, "cache-survivor"), ["--prefetch", "none"] + NO_WALK, key=survivors[-1])
+        p = h.mount(store, mnt, os.path.join(h.tmp, "cache-survivor"), ["--prefetch", "none"], key=survivors[-1])
         if p.returncode != 0:
             failures.append("a completed entry does not mount: %s" % p.stderr.strip())
             return

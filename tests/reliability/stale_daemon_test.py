@@ -11,6 +11,12 @@ Cases (each on the same local-store entry, its own run directory state files):
   zombie   `mount --foreground` as a child of this test, kill -9 it and do NOT reap it (a container
            whose PID 1 never reaps): /proc shows Z; `status` (no path) and `unmount --all` must
            treat it as gone, and `mount` on the path must work.
+  walk     a tree of 6,000 directories, mounted with the tree walk (on by default) and the daemon
+           killed 0-200 ms after the mount returned, while its walk lists the tree: the daemon
+           must die within 10 s and leave a stale mount point that the next mount cleans. (The
+           walk ran on a thread of the daemon until session 37: a kill while its request to the
+           daemon's own mount was being handled left that thread waiting on the dead process,
+           unkillable, and the mount hung everything that touched it.)
   reused   state files naming a pid now used by another program (`sleep`), one with a wrong start
            time and one in the old format without one: `status` reports them stale and removes
            them, `unmount --all` exits 0, and the `sleep` gets no signal.
@@ -27,12 +33,6 @@ sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import lc_harness  # noqa: E402
 
-# The daemon's tree walk at mount sends requests to its own mount, and a SIGKILL while one is in
-# a handler leaves the process unable to die (known bug, docs/mount.md "Caveats"): the mount then
-# hangs everything that touches it. These tests kill daemons on purpose, for what they test
-# (the chunk cache, stale state), so their mounts run without the walk until it is fixed.
-NO_WALK = ["--warm-names", "off"]
-
 
 def state_files(h):
     return sorted(glob.glob(os.path.join(h.run_dir, "mount-*.state")))
@@ -44,7 +44,7 @@ def expect(failures, cond, what):
 
 
 def mount_and_kill(h, mnt, cache, failures, label):
-    p = h.mount(h.store, mnt, cache, ["--prefetch", "none"] + NO_WALK)
+    p = h.mount(h.store, mnt, cache, ["--prefetch", "none"])
     if p.returncode != 0:
         failures.append("%s: mount failed: %s" % (label, p.stderr.strip()))
         return None
@@ -73,7 +73,7 @@ def killed_case(h, failures):
         expect(failures, u.returncode == 0, "killed: unmount --all failed: %s" % u.stderr.strip())
         clean_after(h, mnt, failures, "killed: after unmount --all")
     if mount_and_kill(h, mnt, cache, failures, "killed/mount") is not None:
-        p = h.mount(h.store, mnt, cache, ["--prefetch", "none"] + NO_WALK)
+        p = h.mount(h.store, mnt, cache, ["--prefetch", "none"])
         expect(failures, p.returncode == 0 and "cleaned up a stale mount" in p.stderr, "killed: remount: rc %d %s" % (p.returncode, p.stderr.strip()))
         rel = sorted(h.files)[-1]
         expect(failures, p.returncode == 0 and lc_harness.read_file(os.path.join(mnt, rel)) == h.files[rel],
@@ -88,7 +88,7 @@ def zombie_case(h, failures):
     os.makedirs(mnt)
     h.mounts.append(mnt)
     child = subprocess.Popen([h.cli, "mount", "--foreground", "--store", h.store, "--any-paths", "--key", "faults", "--cache-dir", cache,
-                              "--prefetch", "none"] + NO_WALK + [mnt], env=h.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                              "--prefetch", "none", mnt], env=h.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         pid = h.daemon_pid(mnt, wait_s=20)
         if pid != child.pid:
@@ -108,7 +108,7 @@ def zombie_case(h, failures):
         expect(failures, u.returncode == 0, "zombie: unmount --all failed: %s" % u.stderr.strip())
         s = h.lc("status")
         expect(failures, "no lazycache mounts" in s.stdout, "zombie: status still lists %r" % s.stdout)
-        p = h.mount(h.store, mnt, cache, ["--prefetch", "none"] + NO_WALK)
+        p = h.mount(h.store, mnt, cache, ["--prefetch", "none"])
         expect(failures, p.returncode == 0, "zombie: remount failed: %s" % p.stderr.strip())
         s = h.lc("status", mnt)
         expect(failures, s.returncode == 0 and ": mounted from" in s.stdout, "zombie: new mount not reported: %r" % s.stdout)
@@ -117,6 +117,48 @@ def zombie_case(h, failures):
         if child.poll() is None:
             child.kill()
         child.wait()
+
+
+def abort_connection(connection, failures):
+    """What docs/mount.md tells a user with a hung mount to do: abort its FUSE connection."""
+    connections = "/sys/fs/fuse/connections"
+    if not os.path.exists(os.path.join(connections, str(connection))):
+        subprocess.run(["mount", "-t", "fusectl", "fusectl", connections], capture_output=True)
+    try:
+        with open(os.path.join(connections, str(connection), "abort"), "w") as f:
+            f.write("1")
+    except OSError as e:
+        failures.append("cannot abort FUSE connection %d (%s): the mount stays hung" % (connection, e))
+
+
+def walk_case(h, failures):
+    src = os.path.join(h.tmp, "src-walk")
+    for i in range(3000):
+        d = os.path.join(src, "d%04d" % i)
+        os.makedirs(os.path.join(d, "e"))
+        with open(os.path.join(d, "f"), "w") as f:
+            f.write("%d\n" % i)
+    h.lc("save", "--store", h.store, "--key", "walk", src, check=True)
+    mnt, cache = os.path.join(h.tmp, "mnt-walk"), os.path.join(h.tmp, "cache-walk")
+    for delay in (0, 0.005, 0.02, 0.05, 0.1, 0.2):
+        label = "walk, killed %g s after the mount" % delay
+        p = h.mount(h.store, mnt, cache, ["--prefetch", "none"], key="walk")
+        if p.returncode != 0:
+            failures.append("%s: mount failed: %s" % (label, p.stderr.strip()))
+            return
+        pid = h.daemon_pid(mnt)
+        connection = os.minor(os.stat(mnt).st_dev)  # /sys/fs/fuse/connections/N
+        time.sleep(delay)
+        lc_harness.kill9(pid)
+        if lc_harness.process_running(pid):
+            failures.append("%s: the daemon is still alive 10 s after SIGKILL (its walk waits on its own mount?)" % label)
+            abort_connection(connection, failures)  # so the test ends instead of hanging on the mount point
+            lc_harness.kill9(pid)
+            break
+        expect(failures, lc_harness.is_stale(mnt), "%s: mount point not stale after the daemon died" % label)
+    u = h.lc("unmount", "--all")
+    expect(failures, u.returncode == 0, "walk: unmount --all failed: %s" % u.stderr.strip())
+    clean_after(h, mnt, failures, "walk: after unmount --all")
 
 
 def reused_case(h, failures):
@@ -156,7 +198,7 @@ def main():
     failures = []
     try:
         h.save()
-        for case in (killed_case, zombie_case, reused_case):
+        for case in (killed_case, zombie_case, walk_case, reused_case):
             before = len(failures)
             case(h, failures)
             print("%s: %s" % (case.__name__, "ok" if len(failures) == before else "FAILED"), flush=True)
