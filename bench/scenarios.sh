@@ -50,12 +50,14 @@ lc_daemon_pid() {  # the daemon of the last mount: `lazycache mount` prints "dae
 }
 # lc_wait_idle DIR: returns once the mount at DIR has nothing in flight that its unmount would
 # wait for: no frame queued or being fetched (`status --json`: frames_pending; the mount queues
-# its fill before `mount` returns). At most 60 s; an idle mount is what the unmount row times.
+# its fill before `mount` returns) and the tree walk ended (warm_active: an unmount during the
+# walk must first stop it, 100-200 ms on node in session 37, whichever ends first). At most 60 s;
+# an idle mount is what the unmount row times.
 lc_wait_idle() {
-  local i pending
+  local i busy
   for i in $(seq 600); do
-    pending=$("$LC" status --json "$1" 2>/dev/null | jq -r '.stats.frames_pending // 0' | head -1) || return 0
-    [ "${pending:-0}" = 0 ] && return 0
+    busy=$("$LC" status --json "$1" 2>/dev/null | jq -r '(.stats.frames_pending // 0) + (.stats.warm_active // 0)' | head -1) || return 0
+    [ "${busy:-0}" = 0 ] && return 0
     sleep 0.1
   done
 }
