@@ -30,8 +30,10 @@ static_assert(sizeof(fuse_ino_t) == 8, "inode numbers are entry ids + 2 (fs/inod
 class ReadOnlyMount {
  public:
   ReadOnlyMount(Filesystem& fs, FuseMountConfig config)
-      : fs_(fs), config_(std::move(config)), inodes_(config_.root, fs.index().entry_count()) {}
+      : fs_(fs), config_(std::move(config)), inodes_(config_.root, fs.index().entry_count()), has_xattrs_(any_xattrs(fs.index())) {}
   Filesystem& filesystem() { return fs_; }
+  // False when no entry of the archive has an extended attribute (see op_getxattr).
+  bool has_xattrs() const { return has_xattrs_; }
   const FuseMountConfig& config() const { return config_; }
   EntryId to_id(uint64_t ino) const { return inodes_.entry(ino); }
   uint64_t to_ino(EntryId id) const { return inodes_.inode(id); }
@@ -51,6 +53,14 @@ class ReadOnlyMount {
   const FuseMountConfig config_;
   const InodeNumbers inodes_;
   InodeHandles handles_{[this](EntryId id) { return fs_.open(id, O_RDONLY); }, [this](uint64_t h) { fs_.release(h); }, kReadHandles};
+  const bool has_xattrs_;
+
+  static bool any_xattrs(const format::Index& index) {
+    for (EntryId id = 0; id < index.entry_count(); ++id) {
+      if (index.entry(id).has_xattrs) return true;
+    }
+    return false;
+  }
 };
 
 ReadOnlyMount& mount_of(fuse_req_t req) { return *static_cast<ReadOnlyMount*>(fuse_req_userdata(req)); }
@@ -301,6 +311,12 @@ void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t size) 
   count(req, FuseRequest::kXattr);
   guarded(req, [&] {
     ReadOnlyMount& m = mount_of(req);
+    // An archive without extended attributes: ENOSYS tells the kernel the mount has none, and it
+    // answers every later getxattr itself (EOPNOTSUPP) instead of sending it. Who asks: a kernel
+    // overlayfs over the mount asks every entry for its trusted.overlay.* attributes (25,757
+    // requests in a read of node's tree), exec asks each program for security.capability, ls
+    // and cp for ACLs. listxattr is still answered (an empty list): overlayfs's copy-up asks it.
+    if (!m.has_xattrs()) return void(fuse_reply_err(req, ENOSYS));
     auto v = m.filesystem().getxattr(m.to_id(ino), name);
     if (!v.ok()) return reply_error(req, v.error());
     fuse_reply::reply_xattr_value(req, size, *v);
