@@ -16,28 +16,34 @@ namespace lazycache::fs {
 // The last timed-out read of one open file. When a FUSE read fails, the kernel reads the same
 // page again at once through the same file (readahead failed, so read_folio retries it): without
 // this, a stalled store cost the reader two read timeouts (issue 13). A read of the same frames
-// through the same handle within a read timeout of the timeout gets the failure at once. A new
-// open (a job retrying) tries the store again, and so does this handle after the timeout.
-// Errors the store reported are not remembered: they come back fast, and a retry may succeed.
+// through the same handle within a read timeout of the timeout gets the failure at once, unless
+// the store has delivered a frame since (it works again). A new open (a job retrying) tries the
+// store again, and so does this handle after the timeout; with zero-message opens the handle is
+// the inode's and outlives opens (fs/inode_handles.h), so only the store's recovery or the
+// timeout end the repeat. Errors the store reported are not remembered: they come back fast,
+// and a retry may succeed.
 struct RecentFailure {
   std::mutex mu;  // guards the fields below
   bool set = false;
   uint32_t first_frame = 0, last_frame = 0;
   Status error;
   std::chrono::steady_clock::time_point at{};
+  uint64_t store_frames_at = 0;  // frames the store had delivered at the failure
 
-  void record(uint32_t first, uint32_t last, const Status& why) {
+  void record(uint32_t first, uint32_t last, const Status& why, uint64_t store_frames) {
     std::lock_guard lock(mu);
     set = true;
     first_frame = first;
     last_frame = last;
     error = why;
     at = std::chrono::steady_clock::now();
+    store_frames_at = store_frames;
   }
   // The failure a read of frames [first, last] should repeat, if any.
-  std::optional<Status> repeat_for(uint32_t first, uint32_t last, std::chrono::milliseconds window) {
+  std::optional<Status> repeat_for(uint32_t first, uint32_t last, std::chrono::milliseconds window, uint64_t store_frames) {
     std::lock_guard lock(mu);
     if (!set || last < first_frame || first > last_frame || std::chrono::steady_clock::now() - at >= window) return std::nullopt;
+    if (store_frames != store_frames_at) return std::nullopt;
     return error;
   }
 };
@@ -516,6 +522,16 @@ Result<uint64_t> Filesystem::open(EntryId id, int open_flags) {
   file->size = e.size;
   file->first_frame = e.size > 0 ? index().frames_for_range(e.data_offset, 1).first : 0;
   file->policy = ReadAheadPolicy(config_.readahead);
+  note_open(id);
+  open_handles_.fetch_add(1, std::memory_order_relaxed);
+  return reinterpret_cast<uint64_t>(file.release());
+}
+
+void Filesystem::note_open(EntryId id) {
+  if (id >= index().entry_count()) return;
+  id = canonical(id);
+  const format::Entry e = index().entry(id);
+  if (e.type != format::EntryType::kRegular) return;
   bool first_in_dir = false;
   {
     std::lock_guard lock(access_mu_);
@@ -528,8 +544,6 @@ Result<uint64_t> Filesystem::open(EntryId id, int open_flags) {
   }
   if (first_in_dir) prefetch_directory(e);
   files_opened_.fetch_add(1, std::memory_order_relaxed);
-  open_handles_.fetch_add(1, std::memory_order_relaxed);
-  return reinterpret_cast<uint64_t>(file.release());
 }
 
 void Filesystem::release(uint64_t handle) {
@@ -548,7 +562,7 @@ void Filesystem::finish(const std::shared_ptr<ReadOp>& op, Result<std::vector<Re
   } else {
     read_errors_.fetch_add(1, std::memory_order_relaxed);
     if (result.error().code() == ErrorCode::kTimeout && op->file_failure != nullptr) {
-      op->file_failure->record(op->first_frame, op->last_frame, result.error());
+      op->file_failure->record(op->first_frame, op->last_frame, result.error(), fetcher_->counters().frames_from_store.load());
     }
   }
   ReadCallback cb = std::move(op->cb);
@@ -567,7 +581,8 @@ void Filesystem::read(uint64_t handle, uint64_t offset, size_t size, ReadCallbac
   const uint64_t data_offset = file->data_offset;
   const auto [first, last] = index().frames_for_range(data_offset + offset, length);
   if (config_.read_timeout_ms > 0) {
-    if (auto again = file->failure->repeat_for(first, last, std::chrono::milliseconds(config_.read_timeout_ms))) {
+    if (auto again = file->failure->repeat_for(first, last, std::chrono::milliseconds(config_.read_timeout_ms),
+                                               fetcher_->counters().frames_from_store.load())) {
       read_errors_.fetch_add(1, std::memory_order_relaxed);
       cb(*again);  // the kernel retrying the read that just failed (RecentFailure)
       return;

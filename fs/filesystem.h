@@ -23,8 +23,9 @@
 //  - Every read either completes or fails within `read_timeout_ms` (kTimeout -> EIO), even when
 //    the source hangs; a fetch that completes later still fills the caches. A read through the
 //    same handle of the frames whose read just timed out (the kernel retries a failed readahead
-//    page at once) repeats the timeout without waiting, for one read timeout: one pread costs
-//    one timeout, not two. A new open always tries the store again.
+//    page at once) repeats the timeout without waiting, for one read timeout or until the store
+//    delivers a frame again: one pread costs one timeout, not two. A new open always tries the
+//    store again (a handle without opens, fs/inode_handles.h, after the store's recovery).
 //
 // Thread-safety: every method may be called from any thread concurrently. Read callbacks run on a
 // fetch thread, on the watchdog thread (timeouts) or inline in read().
@@ -171,6 +172,11 @@ class Filesystem {
   // kInvalidArgument (a directory or symlink), kPermissionDenied (write access asked: read-only).
   Result<uint64_t> open(EntryId id, int open_flags);
   void release(uint64_t handle);
+  // An open of regular file `id` that reached the daemon by another way than open() (fanotify on
+  // a kernel overlay over a zero-message-open mount, tools/kernel_overlay.h): counted as opened,
+  // recorded in the access order and, for the first file of its directory, the locality
+  // prefetch. Anything but a regular file is ignored.
+  void note_open(EntryId id);
   // Reads up to `size` bytes at `offset` of the open file; short only at end of file (an empty
   // piece list at or past it). `cb` runs exactly once. Errors: the fetch's (kUnavailable,
   // kCorrupt, kPreconditionFailed, ...), kTimeout after read_timeout_ms, kCancelled at shutdown.

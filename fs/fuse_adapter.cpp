@@ -384,7 +384,8 @@ Result<std::unique_ptr<FuseMount>> FuseMount::mount(FuseOps op_table, FuseMountC
   m->session_ = fuse_session_new(&args, m->ops_.table, sizeof(fuse_lowlevel_ops), m->ops_.userdata.get());
   fuse_opt_free_args(&args);
   if (m->session_ == nullptr) return Status(ErrorCode::kInternal, "fuse_session_new failed for " + m->config_.mountpoint);
-  if (fuse_session_mount(m->session_, m->config_.mountpoint.c_str()) != 0) {
+  const std::string& at = m->config_.mount_at.empty() ? m->config_.mountpoint : m->config_.mount_at;
+  if (fuse_session_mount(m->session_, at.c_str()) != 0) {
     fuse_session_destroy(m->session_);
     m->session_ = nullptr;
     return Status(ErrorCode::kIo,
@@ -435,6 +436,10 @@ void FuseMount::stop() {
   // when that read is answered.
   if (handoff_fs_ != nullptr) handoff_fs_->remove_page_cache_sink(this);
   fuse_session_exit(session_);
+  // Under a kernel overlay: while the FUSE mount is still attached at mount_at, the overlay never
+  // took it over (its mount failed), and `mountpoint` is not ours to detach. Once the overlay
+  // holds it (mount_at detached: EINVAL here), detaching the overlay ends the session.
+  if (!config_.mount_at.empty() && ::umount2(config_.mount_at.c_str(), MNT_DETACH) == 0) return;
   // A detach wakes every handler blocked reading /dev/fuse (ENODEV) so the loop can end.
   if (::umount2(config_.mountpoint.c_str(), MNT_DETACH) != 0 && errno != EINVAL && errno != ENOENT) {
     fuse_session_unmount(session_);  // non-root: fusermount3 -u -z

@@ -31,6 +31,11 @@ struct FuseMountConfig {
   // it counts as opened, its access list and the directory prefetch of a first open follow the
   // files it READs. Off: every open is a request (`mount --open-requests always`).
   bool kernel_opens = false;
+  // Where FUSE mounts when a kernel overlayfs is stacked on it (tools/kernel_overlay.h): a private
+  // directory that the caller detaches once the overlay holds the mount. `mountpoint` is then the
+  // overlay's, where the user sees the files, and what stop() detaches (the FUSE session ends when
+  // the overlay lets go of it). Empty: FUSE mounts at `mountpoint` itself.
+  std::string mount_at;
 };
 
 }  // namespace lazycache::fs

@@ -13,9 +13,13 @@ namespace lazycache::fs {
 
 // Relative paths ("a/b/c") of every non-directory entry in `upper_dir` (files and symlinks the
 // job created, copied up, rewrote or linked), sorted, without whiteout and opaque markers
-// (".wh.*": deletions show in the merged view itself). Directories are not listed: their
+// (".wh.*", and a kernel overlayfs's 0/0 character devices: deletions show in the merged view
+// itself). Directories are not listed: their
 // metadata is visible in the merged view, and their children are listed one by one.
+// `moved_dirs`, if given, gets the relative paths of the directories a kernel overlayfs moved
+// (renamed) from elsewhere in the archive (trusted.overlay.redirect), sorted: below them, archive
+// files show under new paths, so everything of the archive at those paths may differ too.
 // Does not follow symlinks; holds one descriptor per directory level. Errors: kIo naming the path.
-Result<std::vector<std::string>> list_upper_changes(const std::string& upper_dir);
+Result<std::vector<std::string>> list_upper_changes(const std::string& upper_dir, std::vector<std::string>* moved_dirs = nullptr);
 
 }  // namespace lazycache::fs

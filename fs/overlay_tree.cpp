@@ -5,6 +5,7 @@
 
 #include <dirent.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -35,6 +36,7 @@ struct Child {
   struct stat st {};
   // upper: the archive directory it merges with, if it is a directory over one; else the entry.
   std::optional<EntryId> lower;
+  bool redirected = false;  // an upper directory a kernel overlayfs moved here (its `lower` says from where)
 };
 
 // A directory being listed.
@@ -65,6 +67,7 @@ class Builder {
   // The tree of one mount, below directory node `parent`.
   Status add_root(const OverlayTreeRoot& r, const std::string& name, uint32_t parent, int32_t root) {
     root_ = root;
+    lower_root_ = r.lower_root;
     Child top{name, true, {}, r.lower_root};
     if (::lstat(r.upper_dir.c_str(), &top.st) != 0) return errno_status("lstat " + r.upper_dir);
     if (!S_ISDIR(top.st.st_mode)) return Status(ErrorCode::kInvalidArgument, r.upper_dir + " is not a directory");
@@ -133,6 +136,9 @@ class Builder {
       const int err = errno;
       ::closedir(d);
       if (err) return errno_status("reading directory " + upper_path, err);
+      // A kernel overlayfs marks an opaque directory on the directory itself.
+      char flag = 0;
+      if (::lgetxattr(upper_path.c_str(), kKernelOpaqueXattr, &flag, 1) == 1 && flag == 'y') opaque = true;
       for (std::string& name : names) {
         if (overlay_reserved_name(name)) {
           if (name == kOpaqueMarker) opaque = true;
@@ -146,7 +152,11 @@ class Builder {
           return errno_status("lstat " + upper_path + "/" + name);
         }
         hidden.insert(name);
+        if (kernel_overlay_whiteout(c.st)) continue;  // a kernel overlayfs whiteout: only hides
         c.name = std::move(name);
+        if (S_ISDIR(c.st.st_mode)) {
+          LC_ASSIGN_OR_RETURN(c.redirected, redirect_of(upper_path + "/" + c.name, lower, c.lower));
+        }
         out.push_back(std::move(c));
       }
     }
@@ -155,7 +165,7 @@ class Builder {
       // which its own listing finds).
       const EntryId lower_dir = *lower;
       for (Child& c : out) {
-        if (!S_ISDIR(c.st.st_mode)) continue;
+        if (!S_ISDIR(c.st.st_mode) || c.redirected) continue;
         if (auto id = base_.lookup(lower_dir, c.name); id && base_.entry(*id).type == EntryType::kDirectory) c.lower = *id;
       }
       const auto kids = base_.children(lower_dir);
@@ -171,9 +181,35 @@ class Builder {
   }
 #pragma GCC diagnostic pop
 
+  // A directory a kernel overlayfs moved here (trusted.overlay.redirect): sets `lower` to the
+  // archive directory it came from (an absolute redirect is a path from the mounted directory, a
+  // relative one a name in the parent's archive directory `parent_lower`; none when that is gone)
+  // and returns true. Not redirected: false, `lower` untouched.
+  Result<bool> redirect_of(const std::string& path, std::optional<EntryId> parent_lower, std::optional<EntryId>& lower) const {
+    std::string target(4096, '\0');
+    const ssize_t n = ::lgetxattr(path.c_str(), kKernelRedirectXattr, target.data(), target.size());
+    if (n < 0) {
+      if (errno == ENODATA || errno == ENOTSUP) return false;
+      return errno_status("reading " + std::string(kKernelRedirectXattr) + " of " + path);
+    }
+    target.resize(static_cast<size_t>(n));
+    while (!target.empty() && target.back() == '\0') target.pop_back();
+    std::optional<EntryId> at = target.starts_with('/') ? std::optional<EntryId>(lower_root_) : parent_lower;
+    for (const std::string& part : format::split_path(target)) {
+      if (!at) break;
+      auto id = base_.lookup(*at, part);
+      at = id && base_.entry(*id).type == EntryType::kDirectory ? std::optional<EntryId>(*id) : std::nullopt;
+    }
+    lower = at;
+    return true;
+  }
+
   Result<std::vector<format::Xattr>> upper_xattrs(const std::string& path) const {
     if (options_.xattrs == format::XattrSet::kNone) return std::vector<format::Xattr>();
-    return format::read_xattrs_at(path, path, options_.xattrs);
+    LC_ASSIGN_OR_RETURN(auto xattrs, format::read_xattrs_at(path, path, options_.xattrs));
+    // A kernel overlayfs's own (opaque, origin, impure): its merged view does not show them.
+    std::erase_if(xattrs, [](const format::Xattr& x) { return x.name.starts_with(kKernelXattrPrefix); });
+    return xattrs;
   }
 
   // The archive's xattrs of `id` that the scan would keep (format::read_xattrs' filter), by name.
@@ -268,6 +304,7 @@ class Builder {
   const OverlayTreeOptions& options_;
   ScannedTree& t_;
   int32_t root_ = -1;
+  EntryId lower_root_ = 0;               // the archive directory mounted at the root being added
   std::vector<uint32_t> archive_files_;  // regular-file nodes taken from the archive
 };
 
@@ -302,7 +339,7 @@ Result<ScannedTree> merged_overlay_tree(const format::Index& base, const std::ve
   return t;
 }
 
-std::string scanned_tree_difference(const ScannedTree& a, const ScannedTree& b) {
+std::string scanned_tree_difference(const ScannedTree& a, const ScannedTree& b, bool b_may_split_links) {
   const auto& an = a.model.nodes;
   const auto& bn = b.model.nodes;
   auto path = [&](uint32_t id) {
@@ -342,7 +379,7 @@ std::string scanned_tree_difference(const ScannedTree& a, const ScannedTree& b) 
     if (a.stat_nlink[i] <= 1) continue;
     auto [f, fresh] = group_map.emplace(a.dev_ino[i], b.dev_ino[i]);
     auto [g, gfresh] = group_back.emplace(b.dev_ino[i], a.dev_ino[i]);
-    if (f->second != b.dev_ino[i] || g->second != a.dev_ino[i]) return at + ": hardlink group differs";
+    if ((f->second != b.dev_ino[i] && !b_may_split_links) || g->second != a.dev_ino[i]) return at + ": hardlink group differs";
   }
   if (an.size() != bn.size()) return std::to_string(an.size()) + " nodes vs " + std::to_string(bn.size());
   return "";

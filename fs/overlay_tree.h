@@ -50,6 +50,10 @@ Result<format::ScannedTree> merged_overlay_tree(const format::Index& base, const
 // "" when `a` and `b` describe the same tree for packing (nodes, order, attributes, xattrs,
 // roots, hardlink groups); else the first difference, naming the path. For the cross-check
 // LAZYCACHE_SAVE_CROSSCHECK=1 (tools/incremental_save.cpp) that tests run with.
-std::string scanned_tree_difference(const format::ScannedTree& a, const format::ScannedTree& b);
+// `b_may_split_links`: `b` is a scan of a kernel overlay (tools/kernel_overlay.h), which reports
+// the names of a copied-up archive file that the job hardlinked with different inode numbers
+// (overlayfs keeps the archive's number for the first name; index=off): b's hardlink groups may
+// split a's, never join two of them.
+std::string scanned_tree_difference(const format::ScannedTree& a, const format::ScannedTree& b, bool b_may_split_links = false);
 
 }  // namespace lazycache::fs

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // `lazycache mount`: mount each saved path of a cache entry (or of a local archive) at its place
-// and leave a daemon serving them. See docs/mount.md.
+// and leave a daemon serving them: read-only FUSE mounts, writable ones through the daemon's own
+// overlay or (as root) a kernel overlayfs over a read-only FUSE mount. See docs/mount.md.
 #include <malloc.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -29,9 +30,11 @@
 #include "tools/command.h"
 #include "tools/fuse_probe.h"
 #include "tools/json_output.h"
+#include "tools/kernel_overlay.h"
 #include "tools/mount_daemon.h"
 #include "tools/mount_point_check.h"
 #include "tools/mount_state.h"
+#include "tools/overlay_open_feed.h"
 #include "tools/run_dir_cleanup.h"
 #include "tools/run_files.h"
 #include "tools/save_record.h"
@@ -179,7 +182,31 @@ fs::FilesystemConfig filesystem_config(const MountOptions& o, uint64_t mount_rea
 struct Mounts {
   std::vector<std::unique_ptr<fs::Overlay>> overlays;
   std::vector<std::unique_ptr<fs::FuseMount>> mounts;
+  // The mounts under a kernel overlay (tools/kernel_overlay.h): what the open feed follows.
+  std::vector<OverlayOpenFeed::Root> kernel_overlays;
 };
+
+// Whether writable mounts try a kernel overlay first: asked for, or by default as root with an
+// upper directory of our own (a --upper-dir may hold the FUSE overlay's whiteouts of a
+// previous mount, which overlayfs would show as files).
+bool wants_kernel_overlay(const MountOptions& o) {
+  using Kind = MountOptions::OverlayKind;
+  return o.overlay == Kind::kKernel || (o.overlay == Kind::kAuto && ::geteuid() == 0 && o.upper_dir.empty());
+}
+
+// A writable mount as a kernel overlay over a read-only FUSE mount. Errors: the overlay's (the
+// FUSE mount is gone again then).
+Result<std::unique_ptr<fs::FuseMount>> mount_under_kernel_overlay(fs::Filesystem& filesystem, fs::FuseMountConfig mc,
+                                                                  const std::string& state_dir) {
+  const KernelOverlayDirs dirs = kernel_overlay_dirs(state_dir);
+  LC_ASSIGN_OR_RETURN(fs::Attr root, filesystem.getattr(mc.root));
+  LC_RETURN_IF_ERROR(prepare_kernel_overlay(dirs, root));
+  mc.mount_at = dirs.lower;
+  LC_ASSIGN_OR_RETURN(auto m, fs::FuseMount::mount(filesystem, mc));
+  m->start();
+  LC_RETURN_IF_ERROR(mount_kernel_overlay(dirs, mc.mountpoint));  // on error m's destructor detaches the FUSE mount
+  return m;
+}
 
 // What unmount --save needs of the mount at `pl` (tools/save_record.h).
 Status record_for_save(const MountSource& src, const fs::Filesystem& filesystem, const Placement& pl, const std::string& state_dir,
@@ -208,6 +235,13 @@ Status mount_all(const MountOptions& o, fs::Filesystem& filesystem, const std::v
                  Daemonizer& daemon, Mounts& out) {
   const std::string upper_base = !o.upper_dir.empty() ? o.upper_dir
                                                       : absolute_path(o.cache_dir + "/..") + "/upper/mount-" + std::to_string(::getpid());
+  bool kernel_overlay = o.writable_mount() && wants_kernel_overlay(o);
+  if (kernel_overlay) {
+    // Before the first overlay shows: `status` and `unmount` find its daemon from then on.
+    std::vector<std::string> paths;
+    for (const auto& pl : placements) paths.push_back(pl.path);
+    LC_RETURN_IF_ERROR(announce_mounts(paths, src.info).with_context("writing the mount's state file"));
+  }
   for (const auto& pl : placements) {
     LC_RETURN_IF_ERROR(make_dirs(pl.path));
     fs::FuseMountConfig mc;
@@ -216,9 +250,23 @@ Status mount_all(const MountOptions& o, fs::Filesystem& filesystem, const std::v
     mc.allow_other = geteuid() == 0 || o.allow_other;
     mc.kernel_opens = o.kernel_opens;  // the read-only table's; an overlay must see every open (copy-up)
     std::string state_dir;
+    if (o.writable_mount()) state_dir = placements.size() == 1 ? upper_base : upper_base + "/" + std::to_string(out.mounts.size());
+    if (kernel_overlay) {
+      auto m = mount_under_kernel_overlay(filesystem, mc, state_dir);
+      if (m.ok()) {
+        daemon.note_mounted(pl.path);
+        if (src.record) LC_RETURN_IF_ERROR(record_for_save(src, filesystem, pl, state_dir, o.upper_dir.empty(), o.cache_dir));
+        out.kernel_overlays.push_back({pl.path, filesystem.index().path(pl.root)});
+        out.mounts.push_back(std::move(m).value());
+        continue;
+      }
+      if (o.overlay == MountOptions::OverlayKind::kKernel) return m.error();
+      // auto: the daemon's own overlay serves the same tree, only slower; said once.
+      std::cerr << "lazycache mount: " << m.error().to_string() << "; using the FUSE overlay instead\n";
+      kernel_overlay = false;
+    }
     // A local --archive has no key to save under: read-only unless asked, as before.
     if (o.writable_mount()) {
-      state_dir = placements.size() == 1 ? upper_base : upper_base + "/" + std::to_string(out.mounts.size());
       auto overlay = fs::Overlay::open(filesystem, pl.root, fs::OverlayConfig{state_dir});
       if (!overlay.ok()) return overlay.error().with_context("upper directory " + state_dir);
       out.overlays.push_back(std::move(overlay).value());
@@ -421,6 +469,16 @@ int run_mount(const MountOptions& o) {
   if (Status s = mount_all(o, filesystem, *placements, src, *daemon, mounted); !s.ok()) return fail(s);
   std::string().swap(src.base_tail_copy);  // written where the saves look for it
   if (Status s = start_prefetch(o, filesystem, *placements); !s.ok()) return fail(s);
+  // Under kernel overlays the daemon sees no open: fanotify tells it which files the job opens,
+  // from before the command returns (the job's first opens are the hot list's first files).
+  std::unique_ptr<OverlayOpenFeed> open_feed;
+  if (!mounted.kernel_overlays.empty()) {
+    auto feed = OverlayOpenFeed::start(filesystem, mounted.kernel_overlays);
+    if (feed.ok()) open_feed = std::move(feed).value();
+    else
+      std::cerr << "lazycache mount: cannot follow the job's opens: " << feed.error().to_string()
+                << " (the next save has no learned order)\n";
+  }
   if (Status s = print_mounted(o, filesystem, mounted, src, mount_reads, daemon->foreground(), started); !s.ok()) return fail(s);
   daemon->ready(kExitOk);
   redact_own_store_env();  // the store is open and recorded: /proc/PID/environ shows no secret
@@ -436,6 +494,8 @@ int run_mount(const MountOptions& o) {
                                                          hot_directories(filesystem.index(), m->config().root), std::move(hooks)));
     }
   }
-  return serve(filesystem, mounted.mounts, warmers, src.info);
+  std::function<void()> flush_opens;
+  if (open_feed) flush_opens = [&open_feed] { open_feed->flush(); };
+  return serve(filesystem, mounted.mounts, warmers, src.info, flush_opens);
 }
 }  // namespace lazycache::cli

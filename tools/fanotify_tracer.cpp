@@ -99,7 +99,9 @@ void FanotifyTracer::record(int event_fd, uint64_t mask) {
     ++in_paths_;
     FileEvent e{(mask & FAN_OPEN) != 0, (mask & FAN_CLOSE_WRITE) != 0, (mask & FAN_CLOSE_NOWRITE) != 0};
     const std::string rest(path.substr(tp.real == "/" ? 0 : tp.real.size()));
-    order_.note(tp.shown == "/" ? rest : tp.shown + rest, e);
+    const std::string shown = tp.shown == "/" ? rest : tp.shown + rest;
+    if (on_event_ != nullptr) (*on_event_)(shown, e);
+    else order_.note(shown, e);
     return;
   }
 }
@@ -128,6 +130,33 @@ Status FanotifyTracer::write_list(const std::string& list_file) const {
   for (const std::string& p : order_.list()) text += p + "\n";
   LC_RETURN_IF_ERROR(write_run_file(list_file, text));
   give_to_sudo_user(list_file);
+  return Status();
+}
+
+Status FanotifyTracer::follow(int stop_fd, int flush_fd, const std::function<void(const std::string&, const FileEvent&)>& on_event,
+                              const std::function<void()>& on_flushed) {
+  ignored_.push_back(::getpid());
+  on_event_ = &on_event;
+  while (true) {
+    struct pollfd fds[3] = {{fd_.get(), POLLIN, 0}, {stop_fd, POLLIN, 0}, {flush_fd, POLLIN, 0}};
+    if (::poll(fds, 3, -1) < 0) {
+      if (errno == EINTR) continue;
+      on_event_ = nullptr;
+      return errno_status("poll");
+    }
+    drain();
+    if (fds[1].revents != 0) break;
+    if (fds[2].revents != 0) {
+      uint64_t count = 0;
+      ssize_t ignored = ::read(flush_fd, &count, sizeof(count));
+      (void)ignored;
+      drain();  // what was queued before the request
+      on_flushed();
+    }
+  }
+  on_event_ = nullptr;
+  if (overflows_ > 0)
+    return Status(ErrorCode::kIo, "the fanotify queue overflowed " + std::to_string(overflows_) + " times: opens were missed");
   return Status();
 }
 

@@ -19,6 +19,7 @@
 
 #include <sys/types.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,15 @@ class FanotifyTracer {
   // Writes `list_file` (the shown paths, first read first, one per line) each time.
   Status serve(const std::string& list_file, int stop_fd);
 
+  // Calls `on_event` (shown path, what happened) for every event under the traced paths, from
+  // this thread, instead of keeping a list; until `stop_fd` (an eventfd or FIFO) is readable,
+  // then drains what was queued before and returns. Each time `flush_fd` (an eventfd) is
+  // readable, drains the queue and then calls `on_flushed`. Takes no signal (a daemon's own loop
+  // owns them). For a kernel overlay's mount (tools/kernel_overlay.h): the daemon learns the
+  // job's opens.
+  Status follow(int stop_fd, int flush_fd, const std::function<void(const std::string&, const FileEvent&)>& on_event,
+                const std::function<void()>& on_flushed);
+
   const std::vector<TracedPath>& paths() const { return paths_; }
   // Events read (the tracer's cost) and those under the traced paths, so far.
   uint64_t events() const { return events_; }
@@ -64,6 +74,7 @@ class FanotifyTracer {
   std::vector<TracedPath> paths_;
   std::vector<pid_t> ignored_;
   TraceOrder order_;
+  const std::function<void(const std::string&, const FileEvent&)>* on_event_ = nullptr;  // set during follow()
   uint64_t overflows_ = 0;
   uint64_t events_ = 0, in_paths_ = 0;
 };

@@ -21,6 +21,7 @@
 #include "remote/cache_keys.h"
 #include "remote/upload_sink.h"
 #include "tools/base_entry.h"
+#include "tools/kernel_overlay.h"
 #include "tools/mount_state.h"
 #include "tools/save_chooser.h"
 #include "tools/store_options.h"
@@ -28,6 +29,21 @@
 namespace lazycache::cli {
 
 namespace {
+
+// Adds `path` (an archive path) and every entry of the base below it to `out`.
+void add_base_paths_below(const format::Index& index, const std::string& path, std::set<std::string>& out) {
+  auto top = index.lookup_path(path);
+  if (!top) return;
+  std::vector<format::EntryId> todo{*top};
+  while (!todo.empty()) {
+    const format::EntryId id = todo.back();
+    todo.pop_back();
+    out.insert(index.path(id));
+    if (index.entry(id).type != format::EntryType::kDirectory) continue;
+    const auto kids = index.children(id);
+    for (uint32_t i = 0; i < kids.count; ++i) todo.push_back(kids.first + i);
+  }
+}
 
 // The daemon's matched key (the entry it mounted), the same for every record of the group.
 Result<std::string> mounted_key(const std::vector<SaveRecord>& records) {
@@ -134,9 +150,13 @@ Result<IncrementalSaveCounts> save_incremental(const std::vector<SaveRecord>& re
     const std::string prefix = member_name(r);
     if (prefix.empty()) return Status(ErrorCode::kUnsupported, "cannot save the file system root");
     any_in_base = any_in_base || index->lookup_path(prefix).has_value();
-    LC_ASSIGN_OR_RETURN(auto listed, fs::list_upper_changes(r.state_dir + "/upper"));
+    std::vector<std::string> moved;
+    LC_ASSIGN_OR_RETURN(auto listed, fs::list_upper_changes(r.state_dir + "/upper", &moved));
     for (const auto& rel : listed) changed.insert(prefix + "/" + rel);
     counts.changed_paths += listed.size();
+    // A directory a kernel overlay moved shows archive files of another path under this one:
+    // whatever the base held here is not what the mount shows.
+    for (const auto& rel : moved) add_base_paths_below(*index, prefix + "/" + rel, changed);
   }
   if (!any_in_base) return Status(ErrorCode::kUnsupported, "the mounted entry holds none of the saved paths (restored elsewhere)");
 
@@ -206,7 +226,9 @@ Result<IncrementalSaveCounts> save_incremental(const std::vector<SaveRecord>& re
       LC_ASSIGN_OR_RETURN(format::ScannedTree tree, fs::merged_overlay_tree(*index, tree_roots, opts));
       if (!save_crosscheck_enabled()) return tree;
       LC_ASSIGN_OR_RETURN(format::ScannedTree scanned, format::scan_for_pack(roots, pack.xattrs, [](const std::string&) {}));
-      if (std::string diff = fs::scanned_tree_difference(tree, scanned); !diff.empty())
+      bool kernel = false;
+      for (const SaveRecord& r : records) kernel = kernel || is_kernel_overlay_state(r.state_dir);
+      if (std::string diff = fs::scanned_tree_difference(tree, scanned, kernel); !diff.empty())
         return Status(ErrorCode::kInternal, "cross-check: the tree built from upper/ differs from the scan of the mount at " + diff);
       return tree;
     };

@@ -246,8 +246,19 @@ void Daemonizer::ready(int exit_code) {
   if (exit_code != kExitOk) std::_Exit(exit_code);
 }
 
+Status announce_mounts(const std::vector<std::string>& mountpoints, const ServeInfo& info) {
+  DaemonState state;
+  state.pid = ::getpid();
+  state.start_ticks = process_start_ticks(state.pid).value_or(0);
+  state.archive = info.archive;
+  state.key = info.key;
+  state.mountpoints = mountpoints;
+  LC_RETURN_IF_ERROR(make_run_dir());
+  return write_run_file(run_dir() + "/mount-" + std::to_string(state.pid) + ".state", state.to_text());
+}
+
 int serve(fs::Filesystem& filesystem, std::vector<std::unique_ptr<fs::FuseMount>>& mounts,
-          std::vector<std::unique_ptr<fs::TreeWarmer>>& warmers, const ServeInfo& info) {
+          std::vector<std::unique_ptr<fs::TreeWarmer>>& warmers, const ServeInfo& info, const std::function<void()>& before_access_list) {
   DaemonState state;
   state.pid = ::getpid();
   state.start_ticks = process_start_ticks(state.pid).value_or(0);
@@ -275,7 +286,8 @@ int serve(fs::Filesystem& filesystem, std::vector<std::unique_ptr<fs::FuseMount>
   };
   write_state();
 
-  auto write_access = [&filesystem](const std::string& file) {
+  auto write_access = [&filesystem, &before_access_list](const std::string& file) {
+    if (before_access_list) before_access_list();
     std::string access;
     for (format::EntryId id : filesystem.access_order()) access += filesystem.index().path(id) + "\n";
     ignore_error(write_run_file(file, access), "the hot list is an optimisation");

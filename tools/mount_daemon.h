@@ -13,6 +13,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -83,13 +84,21 @@ struct ServeInfo {
   std::string key;
 };
 
+// Writes the state file serve() will keep, before the mounts serve (seq 0, running, no figures):
+// a kernel overlay (tools/kernel_overlay.h) shows in the mount table before the command returns,
+// and `status` and `unmount` then find its daemon already.
+Status announce_mounts(const std::vector<std::string>& mountpoints, const ServeInfo& info);
+
 // Writes the state file, then serves until every mount has ended (unmounted from outside, or
 // SIGINT/SIGTERM/SIGHUP, which detach them all). Rewrites the state file every 500 ms, at once on
 // SIGUSR1, and once more, marked stopped, as soon as the last mount has ended (a mount's end
 // raises SIGUSR2 in the daemon, which wakes the wait), with the access order. Returns the exit code.
 // `warmers` list the mounts' trees (fs/tree_warmer.h): kStopTreeWarmSignal ends them, and so does
 // a stop signal, before the mounts are detached; their figures are part of the state file's.
+// `before_access_list`, if set, runs before each write of the access list (the open feed of kernel
+// overlays, tools/overlay_open_feed.h, delivers the opens still queued).
 int serve(fs::Filesystem& filesystem, std::vector<std::unique_ptr<fs::FuseMount>>& mounts,
-          std::vector<std::unique_ptr<fs::TreeWarmer>>& warmers, const ServeInfo& info);
+          std::vector<std::unique_ptr<fs::TreeWarmer>>& warmers, const ServeInfo& info,
+          const std::function<void()>& before_access_list = {});
 
 }  // namespace lazycache::cli

@@ -68,6 +68,11 @@ Result<MountOptions> parse_fields(const ArgParser& args) {
   const std::string opens = args.get("open-requests");
   if (opens != "auto" && opens != "always") return invalid("--open-requests: expected auto or always, got '" + opens + "'");
   o.kernel_opens = opens == "auto";
+  const std::string overlay = args.get("overlay");
+  if (overlay == "auto") o.overlay = MountOptions::OverlayKind::kAuto;
+  else if (overlay == "kernel") o.overlay = MountOptions::OverlayKind::kKernel;
+  else if (overlay == "fuse") o.overlay = MountOptions::OverlayKind::kFuse;
+  else return invalid("--overlay: expected auto, kernel or fuse, got '" + overlay + "'");
   o.cache_dir = args.has("cache-dir") ? args.get("cache-dir") : fs::ChunkCache::default_dir();
   if (args.has("upper-dir")) o.upper_dir = absolute_path(args.get("upper-dir"));
   return o;
@@ -101,7 +106,12 @@ void add_mount_options(ArgParser& args) {
   args.option("open-requests", "auto|always",
               "auto: a read-only mount tells the kernel to open files and directories without asking the daemon "
               "(no round trip per open; the access list and the locality prefetch then see only the files read "
-              "through the daemon); always: every open is a request (writable mounts always ask)",
+              "through the daemon); always: every open is a request (the FUSE overlay of --overlay fuse always asks)",
+              "auto");
+  args.option("overlay", "auto|kernel|fuse",
+              "how a writable mount keeps its changes: kernel = a kernel overlayfs over a read-only FUSE mount (as "
+              "root; opens and listings cost no request to the daemon), fuse = the daemon's own overlay; auto = kernel "
+              "where it mounts (root, a fresh upper directory), else fuse",
               "auto");
   args.option("cache-dir", "DIR",
               "local chunk cache (default: $LAZYCACHE_CACHE_DIR, ~/.cache/lazycache/chunks, "

@@ -34,6 +34,11 @@ struct MountOptions {
   // --open-requests auto: a read-only mount lets the kernel open files itself (zero-message
   // opens, fs/mount_config.h kernel_opens); always: every open is a request to the daemon.
   bool kernel_opens = true;
+  // --overlay: how a writable mount keeps its changes (tools/kernel_overlay.h). kKernel: a kernel
+  // overlayfs over a read-only FUSE mount (root only); kFuse: the daemon's own overlay
+  // (fs/overlay.h); kAuto: kernel where it mounts, else fuse.
+  enum class OverlayKind { kAuto, kKernel, kFuse };
+  OverlayKind overlay = OverlayKind::kAuto;
   // --prefetch: none, hot, all, or FILE (kHotList after the paths FILE lists, `prefetch_list`).
   fs::PrefetchMode prefetch = fs::PrefetchMode::kHotList;
   std::string prefetch_list;

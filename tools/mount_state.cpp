@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
@@ -172,7 +173,7 @@ DaemonState refresh(const DaemonState& d) {
 std::vector<std::string> lazycache_mounts() {
   std::vector<std::string> out;
   for (const MountEntry& e : read_mount_table()) {
-    if (e.fstype == "fuse.lazycache") out.push_back(e.mountpoint);
+    if (is_lazycache_entry(e)) out.push_back(e.mountpoint);
   }
   return out;
 }
@@ -188,7 +189,19 @@ bool is_stale_mount(const std::string& path) {
   // statfs always reaches the daemon: stat may be answered from the kernel's attribute cache
   // (we hand out day-long timeouts) even after the daemon is gone.
   struct statfs st;
-  return ::statfs(path.c_str(), &st) != 0 && errno == ENOTCONN;
+  if (::statfs(path.c_str(), &st) != 0 && errno == ENOTCONN) return true;
+  // A kernel overlay (tools/kernel_overlay.h) answers statfs from its upper directory. A name
+  // looked up for the first time goes to the FUSE mount below it, which answers ENOTCONN once its
+  // daemon is gone (ENOENT while it lives): a fresh name each time, since the overlay keeps the
+  // negative entries it was told of. Asking the state files instead would call a live overlay
+  // stale to a command run with another run directory.
+  bool overlay = false;
+  for (const MountEntry& e : read_mount_table()) overlay = overlay || (e.mountpoint == path && is_lazycache_overlay_entry(e));
+  if (!overlay) return false;
+  static std::atomic<uint64_t> probes{0};
+  const std::string probe = path + "/.lazycache-stale-probe-" + std::to_string(::getpid()) + "-" + std::to_string(++probes);
+  struct stat ps;
+  return ::lstat(probe.c_str(), &ps) != 0 && (errno == ENOTCONN || errno == ECONNABORTED);
 }
 
 Status unmount_path(const std::string& path, bool lazy) {

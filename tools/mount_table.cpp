@@ -6,6 +6,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "tools/kernel_overlay.h"
+
 namespace lazycache::cli {
 namespace {
 
@@ -52,9 +54,14 @@ std::vector<MountEntry> read_mount_table() {
     if (std::sscanf(parts[2].c_str(), "%u:%u", &e.dev_major, &e.dev_minor) != 2) continue;
     e.mountpoint = unescape_mountinfo(parts[4]);
     e.fstype = parts[dash + 1];
+    if (dash + 2 < parts.size()) e.source = unescape_mountinfo(parts[dash + 2]);
     out.push_back(std::move(e));
   }
   return out;
 }
+
+bool is_lazycache_overlay_entry(const MountEntry& e) { return e.fstype == "overlay" && e.source == kKernelOverlaySource; }
+
+bool is_lazycache_entry(const MountEntry& e) { return e.fstype == "fuse.lazycache" || is_lazycache_overlay_entry(e); }
 
 }  // namespace lazycache::cli

@@ -14,7 +14,13 @@ struct MountEntry {
   unsigned dev_minor = 0;
   std::string mountpoint;  // field 5, unescaped (mountinfo writes space, tab, \n, \ as \ooo)
   std::string fstype;      // the first field after " - ", e.g. "fuse.lazycache"
+  std::string source;      // the second, e.g. "lazycache" (a kernel overlay's, tools/kernel_overlay.h)
 };
+
+// A lazycache mount: its FUSE file system, or a kernel overlay over one (tools/kernel_overlay.h).
+bool is_lazycache_entry(const MountEntry& e);
+// A lazycache kernel overlay.
+bool is_lazycache_overlay_entry(const MountEntry& e);
 
 // Every entry of /proc/self/mountinfo, in the kernel's order; empty if it cannot be read.
 std::vector<MountEntry> read_mount_table();

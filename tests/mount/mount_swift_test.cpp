@@ -129,13 +129,15 @@ TEST_CASE("an entry saved to Swift mounts lazily, reads back identical, and a se
     // mtimes; listings as tools print them.
     read_everything(mnt, env);
     still_mounted(mnt, env, "after reading every file");
-    CHECK(describe_tree(src) == describe_tree(mnt));
+    // Writable (an entry of the store): as root a kernel overlay, whose root reports one link.
+    CHECK(describe_tree_but_root_links(src) == describe_tree_but_root_links(mnt));
     still_mounted(mnt, env, "after describing the tree");
     same_output(src, mnt, "find . | LC_ALL=C sort");
     same_output(src, mnt, "ls -lR --time-style=full-iso . | grep -v '^total' | awk '$1 !~ /^d/' | tr -s ' '");
     same_output(src, mnt, "find . -type l -print0 | LC_ALL=C sort -z | xargs -0 readlink");
     same_output(src, mnt, "find . -type f -links +1 -printf '%n %i %p\\n' | LC_ALL=C sort -k3 | awk '{print $1, $3}'");
-    same_output(src, mnt, "find . ! -type l -print0 | LC_ALL=C sort -z | xargs -0 stat -c '%n %F %a %h %Y'");
+    same_output(src, mnt, "find . -mindepth 1 ! -type l -print0 | LC_ALL=C sort -z | xargs -0 stat -c '%n %F %a %h %Y'");
+    same_output(src, mnt, "stat -c '%n %F %a %Y' .");
     // Hardlinks share one inode on the mount as on the disk.
     struct stat a {
     }, b{};
@@ -171,7 +173,7 @@ TEST_CASE("an entry saved to Swift mounts lazily, reads back identical, and a se
   must_run(mount_cmd);
   read_everything(mnt, env);
   still_mounted(mnt, env, "after reading every file (second mount)");
-  CHECK(describe_tree(src) == describe_tree(mnt));
+  CHECK(describe_tree_but_root_links(src) == describe_tree_but_root_links(mnt));
   CHECK(status_number(mnt, "store_range_reads") == 0);
   CHECK(status_number(mnt, "store_bytes") == 0);
   CHECK(status_number(mnt, "frames_from_chunk_cache") >= 1);

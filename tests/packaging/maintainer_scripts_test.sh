@@ -19,7 +19,7 @@ trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 "$LC" doctor --json --no-store-check >/dev/null 2>&1 || { echo "SKIP: FUSE is not usable here"; exit 77; }
 export LAZYCACHE_RUN_DIR=$W/run LAZYCACHE_CACHE_DIR=$W/chunks LAZYCACHE_CONFIG='' LAZYCACHE_STORE=$W/store
-mounted() { awk -v m="$1" '$2 == m && $3 == "fuse.lazycache" {f = 1} END {exit !f}' /proc/mounts; }
+mounted() { awk -v m="$1" '$2 == m && ($3 == "fuse.lazycache" || ($3 == "overlay" && $1 == "lazycache")) {f = 1} END {exit !f}' /proc/mounts; }
 pid_of() { sed -n 's/^pid=//p' "$(grep -l "^mountpoint=$1\$" "$W"/run*/mount-*.state)"; }
 gone() { for _ in $(seq 600); do [ -d "/proc/$1" ] || return 0; sleep 0.1; done; return 1; }
 mkdir -p "$W/src"

@@ -143,7 +143,7 @@ async function main() {
   // or extract) the outputs say miss, whatever the CLI printed before it failed, so steps guarded
   // by cache-hit run and the post step saves.
   state.matchedKey = result.status === 0 ? matchedKeyFrom(result.outputs, inputs) : '';
-  const mountPoints = lc.fuseMountPoints();
+  const mountPoints = lc.cacheMountPoints();
   state.mounted = inputs.paths.filter((p) => mountPoints.has(p));
   // What really happened, whatever was asked: nothing on a miss, else a mount if a path is one.
   if (state.mode !== 'lookup') {
@@ -614,9 +614,10 @@ function formatBytes(n) {
   return `${tenths / 10n}.${tenths % 10n} ${units[u]}`;
 }
 
-// Mount points (from /proc/self/mountinfo) whose filesystem type starts with "fuse": which of
-// the cache paths really are mounted, whatever the command printed.
-function fuseMountPoints(mountinfo = '/proc/self/mountinfo') {
+// Mount points (from /proc/self/mountinfo) of FUSE file systems and of lazycache's kernel
+// overlays (type "overlay", source "lazycache": a writable mount as root): which of the cache
+// paths really are mounted, whatever the command printed.
+function cacheMountPoints(mountinfo = '/proc/self/mountinfo') {
   const points = new Set();
   let text = '';
   try { text = fs.readFileSync(mountinfo, 'utf8'); } catch { return points; }
@@ -624,16 +625,16 @@ function fuseMountPoints(mountinfo = '/proc/self/mountinfo') {
     const sep = line.indexOf(' - ');
     if (sep < 0) continue;
     const fields = line.slice(0, sep).split(' ');
-    const fstype = line.slice(sep + 3).split(' ')[0];
+    const [fstype, source] = line.slice(sep + 3).split(' ');
     // mountinfo escapes space, tab, newline and backslash as octal.
     const point = (fields[4] || '').replace(/\\([0-7]{3})/g, (_, o) => String.fromCharCode(parseInt(o, 8)));
-    if (fstype.startsWith('fuse')) points.add(point);
+    if (fstype.startsWith('fuse') || (fstype === 'overlay' && source === 'lazycache')) points.add(point);
   }
   return points;
 }
 
 module.exports = {
-  findLazycache, installDeb, run, Cli, parseBytes, jsonLines, sumJsonFigures, formatBytes, fuseMountPoints, quoteArg,
+  findLazycache, installDeb, run, Cli, parseBytes, jsonLines, sumJsonFigures, formatBytes, cacheMountPoints, quoteArg,
 };
 };
 __defs['./trace'] = function (module, exports) {

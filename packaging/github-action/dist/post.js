@@ -231,7 +231,7 @@ async function post({ save = 'auto', given = null } = {}) {
     // A trace the restore step started and no save step took over (skipped, failed job): it
     // must not outlive the job.
     discardTrace(new lc.Cli(state.bin), state);
-    const mountPoints = lc.fuseMountPoints();
+    const mountPoints = lc.cacheMountPoints();
     state.mounted = state.mounted.filter((p) => mountPoints.has(p));
     if (state.mounted.length === 0) {
       core.info('Nothing to unmount: no restored path is still mounted (a save step unmounted them).');
@@ -527,9 +527,10 @@ function formatBytes(n) {
   return `${tenths / 10n}.${tenths % 10n} ${units[u]}`;
 }
 
-// Mount points (from /proc/self/mountinfo) whose filesystem type starts with "fuse": which of
-// the cache paths really are mounted, whatever the command printed.
-function fuseMountPoints(mountinfo = '/proc/self/mountinfo') {
+// Mount points (from /proc/self/mountinfo) of FUSE file systems and of lazycache's kernel
+// overlays (type "overlay", source "lazycache": a writable mount as root): which of the cache
+// paths really are mounted, whatever the command printed.
+function cacheMountPoints(mountinfo = '/proc/self/mountinfo') {
   const points = new Set();
   let text = '';
   try { text = fs.readFileSync(mountinfo, 'utf8'); } catch { return points; }
@@ -537,16 +538,16 @@ function fuseMountPoints(mountinfo = '/proc/self/mountinfo') {
     const sep = line.indexOf(' - ');
     if (sep < 0) continue;
     const fields = line.slice(0, sep).split(' ');
-    const fstype = line.slice(sep + 3).split(' ')[0];
+    const [fstype, source] = line.slice(sep + 3).split(' ');
     // mountinfo escapes space, tab, newline and backslash as octal.
     const point = (fields[4] || '').replace(/\\([0-7]{3})/g, (_, o) => String.fromCharCode(parseInt(o, 8)));
-    if (fstype.startsWith('fuse')) points.add(point);
+    if (fstype.startsWith('fuse') || (fstype === 'overlay' && source === 'lazycache')) points.add(point);
   }
   return points;
 }
 
 module.exports = {
-  findLazycache, installDeb, run, Cli, parseBytes, jsonLines, sumJsonFigures, formatBytes, fuseMountPoints, quoteArg,
+  findLazycache, installDeb, run, Cli, parseBytes, jsonLines, sumJsonFigures, formatBytes, cacheMountPoints, quoteArg,
 };
 };
 __defs['./trace'] = function (module, exports) {
@@ -619,7 +620,7 @@ async function save() {
     core.warning('lazycache is not installed (run the restore step, or the main action, first): not saving');
     return;
   }
-  const mountPoints = lc.fuseMountPoints();
+  const mountPoints = lc.cacheMountPoints();
   const state = {
     key: inputs.key, paths: inputs.paths, storeArgs: storeArgs(inputs), keyArgs: keyArgs(inputs, { withRestoreKeys: false }),
     saveAlways: true, uploadChunkSize: inputs.uploadChunkSize, bin, matchedKey: '', mode: 'save', reason: '',

@@ -133,7 +133,7 @@ async function main() {
   // or extract) the outputs say miss, whatever the CLI printed before it failed, so steps guarded
   // by cache-hit run and the post step saves.
   state.matchedKey = result.status === 0 ? matchedKeyFrom(result.outputs, inputs) : '';
-  const mountPoints = lc.fuseMountPoints();
+  const mountPoints = lc.cacheMountPoints();
   state.mounted = inputs.paths.filter((p) => mountPoints.has(p));
   // What really happened, whatever was asked: nothing on a miss, else a mount if a path is one.
   if (state.mode !== 'lookup') {

@@ -77,7 +77,7 @@ async function post({ save = 'auto', given = null } = {}) {
     // A trace the restore step started and no save step took over (skipped, failed job): it
     // must not outlive the job.
     discardTrace(new lc.Cli(state.bin), state);
-    const mountPoints = lc.fuseMountPoints();
+    const mountPoints = lc.cacheMountPoints();
     state.mounted = state.mounted.filter((p) => mountPoints.has(p));
     if (state.mounted.length === 0) {
       core.info('Nothing to unmount: no restored path is still mounted (a save step unmounted them).');

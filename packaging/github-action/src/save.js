@@ -23,7 +23,7 @@ async function save() {
     core.warning('lazycache is not installed (run the restore step, or the main action, first): not saving');
     return;
   }
-  const mountPoints = lc.fuseMountPoints();
+  const mountPoints = lc.cacheMountPoints();
   const state = {
     key: inputs.key, paths: inputs.paths, storeArgs: storeArgs(inputs), keyArgs: keyArgs(inputs, { withRestoreKeys: false }),
     saveAlways: true, uploadChunkSize: inputs.uploadChunkSize, bin, matchedKey: '', mode: 'save', reason: '',

@@ -33,16 +33,18 @@ test('formatBytes prints every row of the shared table as the CLI does', () => {
   assert.strictEqual(lc.formatBytes(-1), '');
 });
 
-test('fuseMountPoints reads FUSE mounts from mountinfo, with octal escapes', () => {
+test('cacheMountPoints reads FUSE mounts and lazycache overlays from mountinfo, with octal escapes', () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lc-mi-'));
   const f = path.join(dir, 'mountinfo');
   fs.writeFileSync(f, [
     '36 35 98:0 / /mnt/a\\040b rw,nosuid - fuse.lazycache lazycache rw,user_id=0',
     '37 35 98:0 / /home/u/.npm rw - fuse lazycache rw',
     '38 35 8:1 / / rw - ext4 /dev/sda1 rw',
+    '39 35 0:40 / /w/node_modules rw - overlay lazycache rw,lowerdir=/l,upperdir=/u,workdir=/w',
+    '40 35 0:41 / /w/other rw - overlay overlay rw,lowerdir=/l,upperdir=/u,workdir=/w',
   ].join('\n'));
-  assert.deepStrictEqual([...lc.fuseMountPoints(f)].sort(), ['/home/u/.npm', '/mnt/a b']);
-  assert.strictEqual(lc.fuseMountPoints(path.join(dir, 'missing')).size, 0);
+  assert.deepStrictEqual([...lc.cacheMountPoints(f)].sort(), ['/home/u/.npm', '/mnt/a b', '/w/node_modules']);
+  assert.strictEqual(lc.cacheMountPoints(path.join(dir, 'missing')).size, 0);
   fs.rmSync(dir, { recursive: true });
 });
 

@@ -65,14 +65,14 @@ function job(inputs, { before = () => {}, work = () => {}, jobStatus = 'success'
   const outputs = runner.outputs();
   const state = runner.state();
   const deps = path.join(runner.workspace, 'deps');
-  const mountedAfterMain = lc.fuseMountPoints().has(deps);
+  const mountedAfterMain = lc.cacheMountPoints().has(deps);
   lastJob = { main };
   work(deps, mountedAfterMain);
   const post = step('post.js', runner.postEnv({ ...all, 'job-status': jobStatus }, base));
   lastJob.post = post;
   if (process.env.LC_E2E_SHOW) console.log(`--- main log\n${main.log}--- post log\n${post.log}--- summary\n${runner.summary()}`);
   return {
-    main, post, outputs, state, deps, mountedAfterMain, mountedAfterPost: lc.fuseMountPoints().has(deps),
+    main, post, outputs, state, deps, mountedAfterMain, mountedAfterPost: lc.cacheMountPoints().has(deps),
     summary: runner.summary(), runner,
   };
 }
@@ -89,16 +89,16 @@ function splitJob(inputs, { work = () => {}, saveStep = true } = {}) {
   const restore = step('main.js', runner.env({ ...all, 'lazycache-step': 'restore' }, base));
   const outputs = runner.outputs();
   const deps = path.join(runner.workspace, 'deps');
-  const mountedAfterRestore = lc.fuseMountPoints().has(deps);
+  const mountedAfterRestore = lc.cacheMountPoints().has(deps);
   lastJob = { main: restore };
   work(deps, mountedAfterRestore);
   const save = saveStep ? step('post.js', runner.env({ ...all, 'lazycache-step': 'save' }, base)) : null;
-  const mountedAfterSave = lc.fuseMountPoints().has(deps);
+  const mountedAfterSave = lc.cacheMountPoints().has(deps);
   const restorePost = step('post.js', runner.postEnv({ ...all, 'lazycache-step': 'restore' }, base));
   lastJob.post = { log: `${save ? save.log : '(no save step)'}\n--- restore post:\n${restorePost.log}` };
   return {
     restore, save, restorePost, outputs, deps, mountedAfterRestore, mountedAfterSave,
-    mountedAfterPost: lc.fuseMountPoints().has(deps), summary: runner.summary(),
+    mountedAfterPost: lc.cacheMountPoints().has(deps), summary: runner.summary(),
   };
 }
 
@@ -259,7 +259,7 @@ scenario('path identity: the same key for other paths is a miss, not the other j
   const main = step('main.js', runner.env({ ...storeInputs, key: K1, path: 'other' }, base));
   lastJob = { main };
   const outputs = runner.outputs();
-  const mounted = lc.fuseMountPoints().has(other);
+  const mounted = lc.cacheMountPoints().has(other);
   const post = step('post.js', runner.postEnv({ ...storeInputs, key: K1, path: 'other', 'job-status': 'success' }, base));
   lastJob.post = post;
   assert.strictEqual(main.status, 0, main.log);
@@ -326,10 +326,10 @@ for (const [name, fn] of checks) {
 // Leave no mount behind, whatever failed.
 for (const r of envs) {
   const deps = path.join(r.workspace, 'deps');
-  if (lc.fuseMountPoints().has(deps)) spawnSync(lazycache, ['unmount', '--lazy', deps], { env: baseEnv });
+  if (lc.cacheMountPoints().has(deps)) spawnSync(lazycache, ['unmount', '--lazy', deps], { env: baseEnv });
   if (!failed) r.cleanup();
 }
-if (!failed && !lc.fuseMountPoints().has(path.join(WORKSPACE, 'deps'))) fs.rmSync(WORKSPACE, { recursive: true, force: true });
+if (!failed && !lc.cacheMountPoints().has(path.join(WORKSPACE, 'deps'))) fs.rmSync(WORKSPACE, { recursive: true, force: true });
 if (localStore && !failed) fs.rmSync(localStore, { recursive: true, force: true });
 if (!failed) fs.rmSync(RUN_DIR, { recursive: true, force: true });
 console.log(`${checks.length - failed} passed, ${failed} failed`);
