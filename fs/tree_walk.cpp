@@ -3,25 +3,22 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <charconv>
-#include <cstdlib>
 #include <cstring>
 #include <string_view>
 #include <unordered_map>
 #include <utility>
 
+#include "common/helper_process.h"
+
 namespace lazycache::fs {
 namespace {
 
-// Set in the child's environment to the parent's pid: the child checks that its parent is still
-// the process that asked (one that died before the child's PR_SET_PDEATHSIG would not kill it).
+// Set in the child's environment (common/helper_process.h).
 constexpr const char* kRequestVariable = "LAZYCACHE_INTERNAL_TREE_WALK";
 constexpr size_t kMaxRequestBytes = 64u << 20;
 
@@ -135,12 +132,7 @@ class Walk {
 
 // The child's side: runs before the program's main() when the request variable is set, and exits.
 [[gnu::constructor]] void walk_if_requested() {
-  const char* parent = std::getenv(kRequestVariable);
-  if (parent == nullptr) return;
-  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-  ::prctl(PR_SET_NAME, "lazycache-walk");  // so `ps` and unmount's busy report name it, not "exe"
-  // A parent that died before the first prctl would not kill this process: it may not walk.
-  if (std::to_string(::getppid()) != parent) ::_exit(kTreeWalkEnded);
+  if (!become_helper(kRequestVariable, "lazycache-walk", kTreeWalkEnded)) return;
   std::string text;
   char buf[16384];
   while (text.size() <= kMaxRequestBytes) {
@@ -155,59 +147,12 @@ class Walk {
   ::_exit(walk.run() ? kTreeWalkFinished : kTreeWalkEnded);
 }
 
-// The child's environment: the request variable, and what a test build's sanitizers and the
-// loader need; nothing else of the daemon's (its environment may have held store credentials).
-std::vector<std::string> child_environment() {
-  std::vector<std::string> env;
-  for (char** e = environ; *e != nullptr; ++e) {
-    const std::string_view var(*e);
-    const std::string_view name = var.substr(0, var.find('='));
-    if (name.ends_with("SAN_OPTIONS") || name == "LD_LIBRARY_PATH") env.emplace_back(var);
-  }
-  env.push_back(std::string(kRequestVariable) + "=" + std::to_string(::getpid()));
-  return env;
-}
-
-pid_t spawn_child(int child_socket) {
-  posix_spawn_file_actions_t actions;
-  if (::posix_spawn_file_actions_init(&actions) != 0) return -1;
-  ::posix_spawn_file_actions_adddup2(&actions, child_socket, STDIN_FILENO);
-  ::posix_spawn_file_actions_adddup2(&actions, child_socket, STDOUT_FILENO);
-  ::posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
-  // Nothing else of the daemon: above all not /dev/fuse, which would keep a dead daemon's
-  // connection open (and the walk waiting on it) for as long as the walk lives.
-  ::posix_spawn_file_actions_addclosefrom_np(&actions, STDERR_FILENO + 1);
-  // The daemon blocks its stop signals in every thread (tools/mount_daemon.cpp); the walk needs
-  // none of that: default handling, nothing blocked.
-  posix_spawnattr_t attr;
-  ::posix_spawnattr_init(&attr);
-  sigset_t none, defaults;
-  sigemptyset(&none);
-  sigemptyset(&defaults);
-  for (int sig : {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGPIPE, SIGUSR1, SIGUSR2, SIGCHLD}) sigaddset(&defaults, sig);
-  for (int sig = SIGRTMIN; sig <= SIGRTMAX; ++sig) sigaddset(&defaults, sig);
-  ::posix_spawnattr_setsigmask(&attr, &none);
-  ::posix_spawnattr_setsigdefault(&attr, &defaults);
-  ::posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-  std::vector<std::string> env = child_environment();
-  std::vector<char*> envp;
-  for (std::string& e : env) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  std::string arg0 = "lazycache-tree-walk";
-  char* argv[] = {arg0.data(), nullptr};
-  pid_t pid = -1;
-  const int rc = ::posix_spawn(&pid, "/proc/self/exe", &actions, &attr, argv, envp.data());
-  ::posix_spawnattr_destroy(&attr);
-  ::posix_spawn_file_actions_destroy(&actions);
-  return rc == 0 ? pid : -1;
-}
-
 }  // namespace
 
 TreeWalkProcess spawn_tree_walk(const TreeWalkRequest& request) {
   int fds[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) return {};
-  const pid_t pid = spawn_child(fds[1]);
+  const pid_t pid = spawn_helper(kRequestVariable, "lazycache-tree-walk", fds[1]);
   ::close(fds[1]);
   if (pid < 0) {
     ::close(fds[0]);

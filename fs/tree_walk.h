@@ -10,11 +10,9 @@
 // on the daemon: when the daemon dies, its device closes, the connection is aborted and the
 // walk's request fails, and the walk is killed with it (PR_SET_PDEATHSIG).
 //
-// The child is a fresh image of this executable (posix_spawn of /proc/self/exe, as
-// fs/chunk_cache_check.cpp does, for the same reason: a fork of a threaded process inherits the
-// locks its other threads held), with no descriptor of the caller but one socket: the request
-// comes in on it, one event per listed directory goes out on it, and the exit code says how the
-// walk ended. Any executable that links this file can be the child.
+// The child is a helper process (common/helper_process.h: a fresh image of this executable) with
+// no descriptor of the caller but one socket: the request comes in on it, one event per listed
+// directory goes out on it, and the exit code says how the walk ended.
 #pragma once
 
 #include <sys/types.h>

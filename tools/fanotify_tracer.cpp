@@ -133,26 +133,19 @@ Status FanotifyTracer::write_list(const std::string& list_file) const {
   return Status();
 }
 
-Status FanotifyTracer::follow(int stop_fd, int flush_fd, const std::function<void(const std::string&, const FileEvent&)>& on_event,
-                              const std::function<void()>& on_flushed) {
+Status FanotifyTracer::follow(int control_fd, const std::function<void(const std::string&, const FileEvent&)>& on_event,
+                              const std::function<bool()>& on_control) {
   ignored_.push_back(::getpid());
   on_event_ = &on_event;
   while (true) {
-    struct pollfd fds[3] = {{fd_.get(), POLLIN, 0}, {stop_fd, POLLIN, 0}, {flush_fd, POLLIN, 0}};
-    if (::poll(fds, 3, -1) < 0) {
+    struct pollfd fds[2] = {{fd_.get(), POLLIN, 0}, {control_fd, POLLIN, 0}};
+    if (::poll(fds, 2, -1) < 0) {
       if (errno == EINTR) continue;
       on_event_ = nullptr;
       return errno_status("poll");
     }
-    drain();
-    if (fds[1].revents != 0) break;
-    if (fds[2].revents != 0) {
-      uint64_t count = 0;
-      ssize_t ignored = ::read(flush_fd, &count, sizeof(count));
-      (void)ignored;
-      drain();  // what was queued before the request
-      on_flushed();
-    }
+    drain();  // before on_control: every event queued before its message is delivered first
+    if (fds[1].revents != 0 && !on_control()) break;
   }
   on_event_ = nullptr;
   if (overflows_ > 0)

@@ -52,13 +52,12 @@ class FanotifyTracer {
   Status serve(const std::string& list_file, int stop_fd);
 
   // Calls `on_event` (shown path, what happened) for every event under the traced paths, from
-  // this thread, instead of keeping a list; until `stop_fd` (an eventfd or FIFO) is readable,
-  // then drains what was queued before and returns. Each time `flush_fd` (an eventfd) is
-  // readable, drains the queue and then calls `on_flushed`. Takes no signal (a daemon's own loop
-  // owns them). For a kernel overlay's mount (tools/kernel_overlay.h): the daemon learns the
-  // job's opens.
-  Status follow(int stop_fd, int flush_fd, const std::function<void(const std::string&, const FileEvent&)>& on_event,
-                const std::function<void()>& on_flushed);
+  // this thread, instead of keeping a list. Each time `control_fd` is readable, drains the queue
+  // (every event queued before the control message is delivered first) and calls `on_control`;
+  // returns when that answers false. Takes no signal. For a kernel overlay's open feed
+  // (tools/overlay_open_feed.h): the daemon learns the job's opens.
+  Status follow(int control_fd, const std::function<void(const std::string&, const FileEvent&)>& on_event,
+                const std::function<bool()>& on_control);
 
   const std::vector<TracedPath>& paths() const { return paths_; }
   // Events read (the tracer's cost) and those under the traced paths, so far.

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: MIT
 // File: tools/kernel_overlay.h -- a writable mount as a kernel overlayfs over a read-only
-// lazycache FUSE mount (`mount --overlay kernel`, or auto as root; opt-in: docs/mount.md names
-// its known hang when the daemon is SIGKILLed, the open feed closing files of its own mount).
+// lazycache FUSE mount (`mount --overlay kernel`, the default as root).
 //
 // Why: through the daemon's own overlay (fs/overlay_fuse.h) every open, release, opendir and
 // releasedir of the job is a FUSE request, ~63,000 more than a read-only mount on a full read of

@@ -109,11 +109,10 @@ void add_mount_options(ArgParser& args) {
               "through the daemon); always: every open is a request (the FUSE overlay of --overlay fuse always asks)",
               "auto");
   args.option("overlay", "auto|kernel|fuse",
-              "how a writable mount keeps its changes: fuse = the daemon's own overlay; kernel = a kernel overlayfs "
-              "over a read-only FUSE mount (as root; opens and listings cost no request to the daemon; see docs/mount.md "
-              "for its known hang when the daemon is killed); auto = kernel where it mounts (root, a fresh upper "
-              "directory), else fuse",
-              "fuse");
+              "how a writable mount keeps its changes: kernel = a kernel overlayfs over a read-only FUSE mount (as "
+              "root; opens and listings cost no request to the daemon), fuse = the daemon's own overlay; auto = kernel "
+              "where it mounts (root, a fresh upper directory), else fuse",
+              "auto");
   args.option("cache-dir", "DIR",
               "local chunk cache (default: $LAZYCACHE_CACHE_DIR, ~/.cache/lazycache/chunks, "
               "/var/cache/lazycache/chunks as root)");

@@ -36,9 +36,9 @@ struct MountOptions {
   bool kernel_opens = true;
   // --overlay: how a writable mount keeps its changes (tools/kernel_overlay.h). kKernel: a kernel
   // overlayfs over a read-only FUSE mount (root only); kFuse: the daemon's own overlay
-  // (fs/overlay.h, the default); kAuto: kernel where it mounts, else fuse.
+  // (fs/overlay.h); kAuto: kernel where it mounts, else fuse.
   enum class OverlayKind { kAuto, kKernel, kFuse };
-  OverlayKind overlay = OverlayKind::kFuse;
+  OverlayKind overlay = OverlayKind::kAuto;
   // --prefetch: none, hot, all, or FILE (kHotList after the paths FILE lists, `prefetch_list`).
   fs::PrefetchMode prefetch = fs::PrefetchMode::kHotList;
   std::string prefetch_list;

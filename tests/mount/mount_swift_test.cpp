@@ -129,7 +129,7 @@ TEST_CASE("an entry saved to Swift mounts lazily, reads back identical, and a se
     // mtimes; listings as tools print them.
     read_everything(mnt, env);
     still_mounted(mnt, env, "after reading every file");
-    // Writable (an entry of the store); under --overlay kernel its root would report one link.
+    // Writable (an entry of the store): as root a kernel overlay, whose root reports one link.
     CHECK(describe_tree_but_root_links(src) == describe_tree_but_root_links(mnt));
     still_mounted(mnt, env, "after describing the tree");
     same_output(src, mnt, "find . | LC_ALL=C sort");

@@ -97,8 +97,8 @@ inline std::string describe_tree(const std::string& root) {
   return r.out;
 }
 
-// describe_tree() with the root directory's link count left out. A writable mount may be a
-// kernel overlay (`--overlay kernel`, tools/kernel_overlay.h), and overlayfs reports one link for a merged directory
+// describe_tree() with the root directory's link count left out. A writable mount as root is a
+// kernel overlay (tools/kernel_overlay.h), and overlayfs reports one link for a merged directory
 // (the mount's root is one: upper and archive): "unknown", so find does not skip by link count.
 inline std::string describe_tree_but_root_links(const std::string& root) {
   std::string d = describe_tree(root);

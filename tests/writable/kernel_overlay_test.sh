@@ -1,15 +1,14 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# Writable mounts as a kernel overlayfs over a read-only FUSE mount (tools/kernel_overlay.h;
-# `mount --overlay kernel`, or auto as root), through the CLI as a user runs it:
+# Writable mounts as a kernel overlayfs over a read-only FUSE mount (tools/kernel_overlay.h), the
+# default as root, through the CLI as a user runs it:
 #  - the mount table shows one overlay (source "lazycache") at the path and no FUSE mount;
 #  - the POSIX script (posix_script.sh) prints the same on the mount as on a plain copy;
 #  - unmount --save (incremental, cross-checked against a scan of the mount) saves exactly the
 #    tree the script left: mounted again, and extracted with stock zstd | tar;
 #  - the job's opens reach the daemon (fanotify): the save puts them first (its hot list);
 #  - a plain umount ends the daemon; a killed daemon leaves a stale overlay that `status` and the
-#    next mount clean up; --overlay fuse, the default, and auto with --upper-dir keep the daemon's
-#    own overlay.
+#    next mount clean up; --overlay fuse and --upper-dir keep the daemon's own overlay.
 # Usage: kernel_overlay_test.sh LAZYCACHE
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -52,7 +51,7 @@ rm -rf "$P"
 cp -a "$W/src/node_modules" "$W/plain/node_modules"
 
 # 1. The mount: one overlay of ours at the path, nothing else.
-"$LC" mount --overlay kernel --key next --restore-keys base "$P" > "$W/mount.out"
+"$LC" mount --key next --restore-keys base "$P" > "$W/mount.out"
 [ "$(fstype_at "$P")" = "overlay lazycache" ] || fail "expected a lazycache overlay at $P, got: $(fstype_at "$P")"
 ! grep " - fuse.lazycache " /proc/self/mountinfo | grep -q "$W" || fail "a FUSE mount is visible"
 "$LC" status "$P" > /dev/null || fail "status does not know the overlay"
@@ -88,7 +87,7 @@ zstd -dc < "$(entry_file next)" | tar -x -C "$W/tar"
 #     files, symlinks, hardlinks, and a directory moved away and one moved over a deleted one
 #     whose archive files look the same (same size, mode and mtime): their bytes must be the
 #     moved ones, never the base's.
-"$LC" mount --overlay kernel --key third --restore-keys next "$P" > /dev/null
+"$LC" mount --key third --restore-keys next "$P" > /dev/null
 for dir in "$P" "$W/plain/node_modules"; do
   echo changed >> "$dir/pkg-20/index.js"
   rm -rf "$dir/pkg-21" "$dir/pkg-22/lib"
@@ -124,7 +123,7 @@ for p in range(10, 60):
 EOF2
 "$LC" save -q --frame-size 64K --key moved-base "$P2"
 rm -rf "$P2"
-"$LC" mount --overlay auto --key moved --restore-keys moved-base "$P2" > /dev/null
+"$LC" mount --key moved --restore-keys moved-base "$P2" > /dev/null
 rm -rf "$P2/pkg-29"
 mv "$P2/pkg-28" "$P2/pkg-29"
 "$LC" unmount --save "$P2" > "$W/save-moved.out" 2>&1 || { cat "$W/save-moved.out" >&2; fail "unmount --save of the moved directory"; }
@@ -136,24 +135,29 @@ got=$(cat "$P2/pkg-29/package.json")
 
 # 4. A plain umount ends the daemon and its state (once the name walk at mount is done: its
 #    open directory keeps any mount busy meanwhile).
-"$LC" mount --overlay kernel --key next "$P" > "$W/mount.out"
+"$LC" mount --key next "$P" > "$W/mount.out"
 pid=$(daemon_of "$P")
 for _ in $(seq 100); do "$LC" status --json "$P" | grep -q '"warm_active":0' && break; sleep 0.05; done
 umount "$P"
 gone "$pid" || fail "daemon $pid outlived a plain umount"
 
 # 5. A killed daemon: reads fail, status calls it stale and cleans it, the next mount works.
-"$LC" mount --overlay kernel --key next "$P" > /dev/null
+#    Its helper processes (the open feed, common/helper_process.h) die with it.
+"$LC" mount --key next "$P" > /dev/null
 pid=$(daemon_of "$P")
+helpers=$(ps -o pid= --ppid "$pid" | tr -d ' ')
+[ -n "$helpers" ] || fail "no helper process under daemon $pid (the open feed)"
+cat "$P"/pkg-1*/package.json > /dev/null  # the feed closes these files' event descriptors meanwhile
 kill -9 "$pid"
 gone "$pid" || fail "daemon $pid survived SIGKILL"
+for h in $helpers; do gone "$h" || fail "helper $h of the killed daemon $pid survived it"; done
 if "$LC" status "$P" > "$W/status.out" 2>&1; then fail "status of a stale overlay exits 0"; fi
 grep -q "gone" "$W/status.out" || { cat "$W/status.out" >&2; fail "status did not report the stale mount"; }
 [ -z "$(fstype_at "$P")" ] || fail "the stale overlay is still mounted after status"
-"$LC" mount --overlay kernel --key next "$P" > /dev/null
+"$LC" mount --key next "$P" > /dev/null
 kill -9 "$(daemon_of "$P")"
 sleep 0.2
-"$LC" mount --overlay kernel --key next "$P" > "$W/mount.out" 2>&1 || { cat "$W/mount.out" >&2; fail "mount over a stale overlay"; }
+"$LC" mount --key next "$P" > "$W/mount.out" 2>&1 || { cat "$W/mount.out" >&2; fail "mount over a stale overlay"; }
 grep -q "cleaned up a stale mount" "$W/mount.out" || fail "the next mount did not say it cleaned a stale overlay"
 "$LC" unmount "$P" > /dev/null
 
@@ -161,11 +165,8 @@ grep -q "cleaned up a stale mount" "$W/mount.out" || fail "the next mount did no
 "$LC" mount --overlay fuse --key next "$P" > /dev/null
 [ "$(fstype_at "$P" | cut -d' ' -f1)" = "fuse.lazycache" ] || fail "--overlay fuse did not mount FUSE"
 "$LC" unmount "$P" > /dev/null
-"$LC" mount --overlay auto --upper-dir "$W/my-upper" --key next "$P" > /dev/null
-[ "$(fstype_at "$P" | cut -d' ' -f1)" = "fuse.lazycache" ] || fail "auto with --upper-dir did not keep the FUSE overlay"
-"$LC" unmount "$P" > /dev/null
-"$LC" mount --key next "$P" > /dev/null
-[ "$(fstype_at "$P" | cut -d' ' -f1)" = "fuse.lazycache" ] || fail "the default is not the FUSE overlay"
+"$LC" mount --upper-dir "$W/my-upper" --key next "$P" > /dev/null
+[ "$(fstype_at "$P" | cut -d' ' -f1)" = "fuse.lazycache" ] || fail "--upper-dir did not keep the FUSE overlay"
 "$LC" unmount "$P" > /dev/null
 if "$LC" mount --overlay bogus --key next "$P" > /dev/null 2>&1; then fail "--overlay bogus accepted"; fi
 echo "PASS"
