@@ -12,6 +12,8 @@
 #include <string_view>
 #include <vector>
 
+#include "common/posix_files.h"
+
 namespace lazycache {
 namespace {
 
@@ -28,13 +30,21 @@ std::vector<std::string> helper_environment(const char* request_variable) {
 
 }  // namespace
 
-pid_t spawn_helper(const char* request_variable, const char* argv0, int socket) {
+pid_t spawn_helper(const char* request_variable, const char* argv0, int socket, int pass_fd) {
+  // dup2 onto its own number would keep FD_CLOEXEC: the passed descriptor goes through a copy
+  // above the child's fixed ones first (closed here after the spawn).
+  UniqueFd passed;
+  if (pass_fd >= 0) {
+    passed = UniqueFd(::fcntl(pass_fd, F_DUPFD_CLOEXEC, kHelperPassedFd + 1));
+    if (!passed.valid()) return -1;
+  }
   posix_spawn_file_actions_t actions;
   if (::posix_spawn_file_actions_init(&actions) != 0) return -1;
   ::posix_spawn_file_actions_adddup2(&actions, socket, STDIN_FILENO);
   ::posix_spawn_file_actions_adddup2(&actions, socket, STDOUT_FILENO);
   ::posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
-  ::posix_spawn_file_actions_addclosefrom_np(&actions, STDERR_FILENO + 1);
+  if (passed.valid()) ::posix_spawn_file_actions_adddup2(&actions, passed.get(), kHelperPassedFd);
+  ::posix_spawn_file_actions_addclosefrom_np(&actions, passed.valid() ? kHelperPassedFd + 1 : STDERR_FILENO + 1);
   // The daemon blocks its stop signals in every thread (tools/mount_daemon.cpp); a helper needs
   // none of that: default handling, nothing blocked.
   posix_spawnattr_t attr;

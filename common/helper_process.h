@@ -28,7 +28,9 @@ namespace lazycache {
 // the loader need, nothing else (the daemon's may have held store credentials). Signals are at
 // their defaults and unblocked in the child. Returns its pid, or -1 when it could not start.
 // The calling thread must outlive the helper's use: the helper dies when that thread ends.
-pid_t spawn_helper(const char* request_variable, const char* argv0, int socket);
+// `pass_fd` (>= 0) is also given to the child, as descriptor 3 (kHelperPassedFd).
+pid_t spawn_helper(const char* request_variable, const char* argv0, int socket, int pass_fd = -1);
+inline constexpr int kHelperPassedFd = 3;
 
 // In the child, from its constructor: true when this process was started by spawn_helper for
 // `request_variable` and its parent is still the process that asked (a parent that died before

@@ -25,7 +25,7 @@ constexpr size_t kMaxRequestBytes = 64u << 20;
 // The request on the socket: the mount point, the cap in decimal, then the first directories,
 // each ended by a NUL (no path holds one).
 std::string encode(const TreeWalkRequest& r) {
-  std::string out = r.mountpoint;
+  std::string out = r.root_fd >= 0 ? std::string() : r.mountpoint;  // empty: the passed descriptor
   out += '\0';
   out += std::to_string(r.max_entries);
   out += '\0';
@@ -44,8 +44,9 @@ bool decode(std::string_view text, TreeWalkRequest& r) {
     fields.push_back(text.substr(at, end - at));
     at = end + 1;
   }
-  if (fields.size() < 2 || fields[0].empty() || fields[0][0] != '/') return false;
+  if (fields.size() < 2 || (!fields[0].empty() && fields[0][0] != '/')) return false;
   r.mountpoint = std::string(fields[0]);
+  if (r.mountpoint.empty()) r.root_fd = kHelperPassedFd;
   const auto [p, ec] = std::from_chars(fields[1].data(), fields[1].data() + fields[1].size(), r.max_entries);
   if (ec != std::errc() || p != fields[1].data() + fields[1].size()) return false;
   for (size_t i = 2; i < fields.size(); ++i) r.first.emplace_back(fields[i]);
@@ -61,7 +62,7 @@ class Walk {
   bool run() {
     if (r_.max_entries == 0) return true;
     struct stat root;
-    if (::stat(r_.mountpoint.c_str(), &root) != 0) return false;
+    if ((r_.root_fd >= 0 ? ::fstat(r_.root_fd, &root) : ::stat(r_.mountpoint.c_str(), &root)) != 0) return false;
     device_ = root.st_dev;
     buf_.resize(64 << 10);
     // The hot directories first; the walk below takes their subdirectories from these listings.
@@ -95,9 +96,10 @@ class Walk {
   // Lists directory `rel` (below the mount point); its subdirectories go to `subdirs`. False when
   // the walk must end (the mount is gone); a directory the job removed meanwhile is skipped.
   bool list(const std::string& rel, std::vector<std::string>& subdirs) {
-    const std::string path = rel.empty() ? r_.mountpoint : r_.mountpoint + "/" + rel;
     // O_NOFOLLOW: a symlink the job put where a directory was is not followed off the mount.
-    const int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    constexpr int kFlags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
+    const int fd = r_.root_fd >= 0 ? ::openat(r_.root_fd, rel.empty() ? "." : rel.c_str(), kFlags)
+                                   : ::open((rel.empty() ? r_.mountpoint : r_.mountpoint + "/" + rel).c_str(), kFlags);
     if (fd < 0) return errno != ENOTCONN && errno != ENODEV;  // else removed or renamed by the job meanwhile
     struct stat st;
     if (::fstat(fd, &st) != 0 || st.st_dev != device_) {  // not on the mount any more
@@ -152,7 +154,7 @@ class Walk {
 TreeWalkProcess spawn_tree_walk(const TreeWalkRequest& request) {
   int fds[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) return {};
-  const pid_t pid = spawn_helper(kRequestVariable, "lazycache-tree-walk", fds[1]);
+  const pid_t pid = spawn_helper(kRequestVariable, "lazycache-tree-walk", fds[1], request.root_fd);
   ::close(fds[1]);
   if (pid < 0) {
     ::close(fds[0]);

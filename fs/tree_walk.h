@@ -24,7 +24,12 @@
 namespace lazycache::fs {
 
 struct TreeWalkRequest {
-  std::string mountpoint;          // absolute
+  // What to walk: the mount at `mountpoint` (absolute), or, with `root_fd` >= 0, the mount this
+  // descriptor (O_PATH will do) is the root of: a kernel overlay's lower layer, detached, so no
+  // path reaches it (tools/kernel_overlay.h). The walk's process gets a copy and holds the mount
+  // only while it runs; a detached mount then stays alive until the walk ends or is killed.
+  std::string mountpoint;
+  int root_fd = -1;
   uint64_t max_entries = 0;        // the walk ends once it has listed this many names
   std::vector<std::string> first;  // directories below the mount point to list before the rest
 };

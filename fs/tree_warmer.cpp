@@ -20,10 +20,11 @@ int64_t now_ms() {
 
 }  // namespace
 
-TreeWarmer::TreeWarmer(std::string mountpoint, uint64_t max_entries, std::vector<std::string> first, TreeWarmHooks hooks)
+TreeWarmer::TreeWarmer(std::string mountpoint, uint64_t max_entries, std::vector<std::string> first, TreeWarmHooks hooks, UniqueFd root)
     : mountpoint_(std::move(mountpoint)), max_entries_(max_entries), first_(std::move(first)), hooks_(std::move(hooks)),
-      started_ms_(now_ms()), thread_([this](std::stop_token stop) {
+      started_ms_(now_ms()), root_(std::move(root)), thread_([this](std::stop_token stop) {
         const bool finished = max_entries_ == 0 || run(stop);
+        root_.reset();
         elapsed_ms_ = static_cast<uint64_t>(now_ms() - started_ms_);
         active_ = false;
         if (hooks_.ended) hooks_.ended(finished && !stop.stop_requested());
@@ -50,9 +51,13 @@ TreeWarmStats TreeWarmer::stats() const {
 bool TreeWarmer::run(const std::stop_token& stop) {
   {
     std::lock_guard lock(child_mu_);
-    if (stop.stop_requested()) return false;
+    if (stop.stop_requested()) {
+      root_.reset();
+      return false;
+    }
     // Started from this thread, which waits for the process below: it dies with this thread.
-    const TreeWalkProcess p = spawn_tree_walk({mountpoint_, max_entries_, first_});
+    const TreeWalkProcess p = spawn_tree_walk({mountpoint_, root_.get(), max_entries_, first_});
+    root_.reset();                // the walk holds the mount now, and only while it runs
     if (p.pid < 0) return false;  // the walk only saves lookups: the mount serves without it
     child_ = p.pid;
     socket_ = p.socket;

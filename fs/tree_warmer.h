@@ -39,6 +39,8 @@
 #include <thread>
 #include <vector>
 
+#include "common/posix_files.h"
+
 namespace lazycache::fs {
 
 struct TreeWarmStats {
@@ -63,8 +65,12 @@ class TreeWarmer {
  public:
   // Starts walking `mountpoint` (absolute) from a thread of its own, `first` (paths below it, ""
   // for itself) before the rest. max_entries 0: nothing is walked. `hooks` run on that thread
-  // (see TreeWarmHooks).
-  TreeWarmer(std::string mountpoint, uint64_t max_entries, std::vector<std::string> first = {}, TreeWarmHooks hooks = {});
+  // (see TreeWarmHooks). With `root` (a descriptor of a mount's root, O_PATH will do) the walk
+  // lists that mount instead (TreeWalkRequest::root_fd: a kernel overlay's detached lower
+  // layer); it is closed here once the walk's process has its copy, so the mount is held by the
+  // walk only while it runs, and `mountpoint` only names the walk.
+  TreeWarmer(std::string mountpoint, uint64_t max_entries, std::vector<std::string> first = {}, TreeWarmHooks hooks = {},
+             UniqueFd root = {});
   // Stops the walk and joins the thread.
   ~TreeWarmer();
   TreeWarmer(const TreeWarmer&) = delete;
@@ -90,6 +96,7 @@ class TreeWarmer {
   std::mutex child_mu_;  // guards child_: no signal goes to a pid once it was reaped
   pid_t child_ = -1;     // the walk's process while it runs
   int socket_ = -1;      // its events
+  UniqueFd root_;        // TreeWalkRequest::root_fd until the walk's process has it
   std::jthread thread_;  // last: it runs run(), which uses the members above
 };
 

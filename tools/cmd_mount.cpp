@@ -2,6 +2,7 @@
 // `lazycache mount`: mount each saved path of a cache entry (or of a local archive) at its place
 // and leave a daemon serving them: read-only FUSE mounts, writable ones through the daemon's own
 // overlay or (as root) a kernel overlayfs over a read-only FUSE mount. See docs/mount.md.
+#include <fcntl.h>
 #include <malloc.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -184,6 +185,12 @@ struct Mounts {
   std::vector<std::unique_ptr<fs::FuseMount>> mounts;
   // The mounts under a kernel overlay (tools/kernel_overlay.h): what the open feed follows.
   std::vector<OverlayOpenFeed::Root> kernel_overlays;
+  // Per mount: what its tree walk lists. Invalid: the mount point. Under a kernel overlay: the
+  // root of the detached FUSE mount below it, so the walk's names go to the FUSE mount (no request
+  // to the daemon when the job looks them up through the overlay) and the overlay holds only the
+  // inodes the job used (its unmount drops them all first: +49 ms on node's tree when the walk
+  // listed it through the overlay, session 38). Closed once the walks have started.
+  std::vector<UniqueFd> walk_roots;
 };
 
 // Whether writable mounts try a kernel overlay first: asked for, or by default as root with an
@@ -196,15 +203,22 @@ bool wants_kernel_overlay(const MountOptions& o) {
 
 // A writable mount as a kernel overlay over a read-only FUSE mount. Errors: the overlay's (the
 // FUSE mount is gone again then).
+// The read-only FUSE mount and the overlay over it; `lower_root` gets a descriptor of the FUSE
+// mount's root (O_PATH), the only way to it once it is detached.
 Result<std::unique_ptr<fs::FuseMount>> mount_under_kernel_overlay(fs::Filesystem& filesystem, fs::FuseMountConfig mc,
-                                                                  const std::string& state_dir) {
+                                                                  const std::string& state_dir, UniqueFd& lower_root) {
   const KernelOverlayDirs dirs = kernel_overlay_dirs(state_dir);
   LC_ASSIGN_OR_RETURN(fs::Attr root, filesystem.getattr(mc.root));
   LC_RETURN_IF_ERROR(prepare_kernel_overlay(dirs, root));
   mc.mount_at = dirs.lower;
   LC_ASSIGN_OR_RETURN(auto m, fs::FuseMount::mount(filesystem, mc));
   m->start();
-  LC_RETURN_IF_ERROR(mount_kernel_overlay(dirs, mc.mountpoint));  // on error m's destructor detaches the FUSE mount
+  // Resolving the mount's root sends no request (the kernel made it at mount time).
+  lower_root = UniqueFd(::open(dirs.lower.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (Status s = mount_kernel_overlay(dirs, mc.mountpoint); !s.ok()) {
+    lower_root.reset();  // before m's destructor detaches the FUSE mount and waits for its end
+    return s;
+  }
   return m;
 }
 
@@ -252,12 +266,14 @@ Status mount_all(const MountOptions& o, fs::Filesystem& filesystem, const std::v
     std::string state_dir;
     if (o.writable_mount()) state_dir = placements.size() == 1 ? upper_base : upper_base + "/" + std::to_string(out.mounts.size());
     if (kernel_overlay) {
-      auto m = mount_under_kernel_overlay(filesystem, mc, state_dir);
+      UniqueFd lower_root;
+      auto m = mount_under_kernel_overlay(filesystem, mc, state_dir, lower_root);
       if (m.ok()) {
         daemon.note_mounted(pl.path);
         if (src.record) LC_RETURN_IF_ERROR(record_for_save(src, filesystem, pl, state_dir, o.upper_dir.empty(), o.cache_dir));
         out.kernel_overlays.push_back({pl.path, filesystem.index().path(pl.root)});
         out.mounts.push_back(std::move(m).value());
+        out.walk_roots.push_back(std::move(lower_root));  // invalid if it could not be opened: the overlay is walked
         continue;
       }
       if (o.overlay == MountOptions::OverlayKind::kKernel) return m.error();
@@ -276,6 +292,7 @@ Status mount_all(const MountOptions& o, fs::Filesystem& filesystem, const std::v
     daemon.note_mounted(pl.path);
     m->start();
     out.mounts.push_back(std::move(m));
+    out.walk_roots.emplace_back();  // walked at its mount point
   }
   return Status();
 }
@@ -486,14 +503,19 @@ int run_mount(const MountOptions& o) {
   // Now that the mount serves and the command has returned: the job's lookups start meanwhile.
   std::vector<std::unique_ptr<fs::TreeWarmer>> warmers;
   if (o.warm_names > 0) {
-    for (const auto& m : mounted.mounts) {
+    for (size_t i = 0; i < mounted.mounts.size(); ++i) {
+      const auto& m = mounted.mounts[i];
       filesystem.walk_started();
       fs::TreeWarmHooks hooks{[&filesystem] { filesystem.walk_listed(); },
                               [&filesystem](bool finished) { filesystem.walk_ended(finished); }};
       warmers.push_back(std::make_unique<fs::TreeWarmer>(m->mountpoint(), o.warm_names,
-                                                         hot_directories(filesystem.index(), m->config().root), std::move(hooks)));
+                                                         hot_directories(filesystem.index(), m->config().root), std::move(hooks),
+                                                         std::move(mounted.walk_roots[i])));
     }
   }
+  // A detached FUSE mount must not outlive its overlay because of a descriptor the daemon holds:
+  // its end is how the daemon learns of the unmount.
+  mounted.walk_roots.clear();
   std::function<void()> flush_opens;
   if (open_feed) flush_opens = [&open_feed] { open_feed->flush(); };
   return serve(filesystem, mounted.mounts, warmers, src.info, flush_opens);

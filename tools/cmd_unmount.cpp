@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
 // `lazycache unmount`: unmount lazycache mounts and print what the job used. See docs/mount.md.
+#include <linux/magic.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -66,6 +68,11 @@ void report_unmount_failure(const std::string& path, const Status& s, bool was_s
 // daemon's child right after the mount, fs/tree_walk.h), the walk is asked to end and the unmount
 // tried again for up to 2 s. Any other holder's EBUSY is returned at once.
 Status unmount_ending_walk(const std::string& path, bool lazy, const std::optional<DaemonState>& daemon) {
+  // A kernel overlay's walk lists the detached FUSE mount below it (tools/cmd_mount.cpp), which
+  // makes no EBUSY here but keeps that mount, and so the daemon, alive until the walk ends: it
+  // is asked to end first (the daemon ignores the signal when no walk runs).
+  if (struct statfs st; daemon && ::statfs(path.c_str(), &st) == 0 && st.f_type == OVERLAYFS_SUPER_MAGIC)
+    ::kill(daemon->pid, kStopTreeWarmSignal);
   Status s = unmount_path(path, lazy);
   if (s.ok() || lazy || !daemon || s.code() != ErrorCode::kPreconditionFailed) return s;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);

@@ -267,6 +267,8 @@ int serve(fs::Filesystem& filesystem, std::vector<std::unique_ptr<fs::FuseMount>
   for (const auto& m : mounts) state.mountpoints.push_back(m->mountpoint());
   const std::string base = run_dir() + "/mount-" + std::to_string(state.pid);
   ignore_error(make_run_dir(), "the state write below reports it");
+  // The walks' figures, kept once the walks are gone (the final figures still report them).
+  std::vector<fs::TreeWarmStats> ended_walks;
   auto write_state = [&] {
     ++state.seq;
     state.stats = filesystem.stats();
@@ -274,8 +276,9 @@ int serve(fs::Filesystem& filesystem, std::vector<std::unique_ptr<fs::FuseMount>
       const fs::RequestSnapshot r = m->requests();
       for (size_t i = 0; i < r.size(); ++i) state.stats.requests[i] += r[i];
     }
-    for (const auto& w : warmers) {
-      const fs::TreeWarmStats t = w->stats();
+    std::vector<fs::TreeWarmStats> walks = ended_walks;
+    for (const auto& w : warmers) walks.push_back(w->stats());
+    for (const fs::TreeWarmStats& t : walks) {
       state.stats.warm_entries += t.entries;
       state.stats.warm_directories += t.directories;
       state.stats.warm_ms = std::max(state.stats.warm_ms, t.elapsed_ms);
@@ -332,7 +335,9 @@ int serve(fs::Filesystem& filesystem, std::vector<std::unique_ptr<fs::FuseMount>
   // not yet started is dropped now, so exiting waits at most for the fill runs in flight.
   filesystem.stop_fill();
   waiters.clear();
-  warmers.clear();  // a walk still going gets ENOTCONN from the ended mount and stops
+  for (auto& w : warmers) w->join();  // a walk still going gets ENOTCONN from the ended mount and stops
+  for (const auto& w : warmers) ended_walks.push_back(w->stats());
+  warmers.clear();
   write_access(base + ".access");
   state.stopped = true;
   write_state();

@@ -5,6 +5,7 @@
 // (That the listing puts the names in a FUSE mount's name cache is tests/mount/mount_test.cpp's.)
 #include <catch2/catch.hpp>
 
+#include <fcntl.h>
 #include <sys/stat.h>
 
 #include <atomic>
@@ -15,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/posix_files.h"
 #include "fs/tree_warmer.h"
 #include "fs_test_util.h"
 
@@ -59,6 +61,25 @@ TEST_CASE("the tree walk lists every name and directory once, hot directories fi
     CHECK(s.entries == 30 * 7);
     CHECK(s.directories == 2 * 30 + 1);
   }
+}
+
+TEST_CASE("the tree walk lists the tree a descriptor is the root of, and does not keep it", "[fs][warm]") {
+  // A kernel overlay's lower FUSE mount is detached: only a descriptor reaches it
+  // (TreeWalkRequest::root_fd). Here the tree is moved away after the descriptor was taken, so
+  // neither the name the walk was given nor the old path leads to it.
+  TempDir dir;
+  const std::string root = dir / "t";
+  make_tree(root, 12);
+  UniqueFd fd(::open(root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  REQUIRE(fd.valid());
+  const int number = fd.get();
+  REQUIRE(::rename(root.c_str(), (dir / "moved").c_str()) == 0);
+  fs::TreeWarmer w("/nonexistent/name-only", 1000000, {"d3"}, {}, std::move(fd));
+  const fs::TreeWarmStats s = walk_to_end(w);
+  CHECK(s.entries == 12 * 7);
+  CHECK(s.directories == 2 * 12 + 1);
+  // The warmer closed its copy once the walk's process had one.
+  CHECK(::fcntl(number, F_GETFD) == -1);
 }
 
 TEST_CASE("the tree walk stops at its cap, and at once when asked", "[fs][warm]") {

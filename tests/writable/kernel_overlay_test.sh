@@ -141,6 +141,29 @@ for _ in $(seq 100); do "$LC" status --json "$P" | grep -q '"warm_active":0' && 
 umount "$P"
 gone "$pid" || fail "daemon $pid outlived a plain umount"
 
+# 4b. The tree walk at mount lists the detached FUSE mount below the overlay (its root reached by
+#     a descriptor, tools/cmd_mount.cpp): the job's lookups through the overlay then send none to
+#     the daemon (the walk's own, of the hot directories it lists before their parents, come
+#     before), and the final figures keep the walk's.
+"$LC" mount --key next "$P" > /dev/null
+for _ in $(seq 100); do "$LC" status --json "$P" | grep -q '"warm_active":0' && break; sleep 0.05; done
+"$LC" status --json "$P" > "$W/walked.json"
+find "$P" -type f -exec stat {} + > /dev/null
+"$LC" unmount --json "$P" > "$W/walk.json"
+python3 - "$W/walked.json" "$W/walk.json" "$(find "$W/plain/node_modules" -mindepth 1 | wc -l)" <<'EOF2' || fail "the walk below the overlay"
+import json, sys
+def stats(path):
+    d = json.load(open(path))
+    d = d[0] if isinstance(d, list) else d
+    return d["stats"] if "stats" in d else d
+walked, end, names = stats(sys.argv[1]), stats(sys.argv[2]), int(sys.argv[3])
+# The plain copy went through the POSIX script and "next" is its save: about the same names.
+assert end["warm_entries"] >= names * 0.9, "the walk listed %d names of %d" % (end["warm_entries"], names)
+job = end["requests_lookup"] - walked["requests_lookup"]
+# At most unmount's probe of a fresh name (is the overlay stale?) and the root's.
+assert job <= 2, "%d lookups reached the daemon after the walk (%s)" % (job, end["requests_lookup"])
+EOF2
+
 # 5. A killed daemon: reads fail, status calls it stale and cleans it, the next mount works.
 #    Its helper processes (the open feed, common/helper_process.h) die with it.
 "$LC" mount --key next "$P" > /dev/null
