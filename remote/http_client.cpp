@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "remote/http_client.h"
 
-#include <curl/curl.h>
-
 #include <strings.h>
 
 #include <algorithm>
@@ -11,6 +9,7 @@
 #include <cstring>
 
 #include "common/quote.h"
+#include "remote/curl_library.h"
 #include "remote/store_url.h"
 
 namespace lazycache::remote {
@@ -19,6 +18,7 @@ namespace {
 std::once_flag g_curl_init;
 
 struct Transfer {
+  const CurlApi* api = nullptr;
   const HttpRequest* request = nullptr;
   HttpResponse* response = nullptr;
   CURL* curl = nullptr;
@@ -49,7 +49,7 @@ size_t on_body(char* data, size_t size, size_t n, void* user) {
   auto* t = static_cast<Transfer*>(user);
   size_t len = size * n;
   long status = 0;
-  curl_easy_getinfo(t->curl, CURLINFO_RESPONSE_CODE, &status);
+  t->api->easy_getinfo(t->curl, CURLINFO_RESPONSE_CODE, &status);
   if (!t->request->sink.empty() && status >= 200 && status < 300) {
     auto& got = t->response->sink_bytes;
     if (len > t->request->sink.size() - got) {
@@ -73,8 +73,8 @@ size_t on_read(char* out, size_t size, size_t n, void* user) {
   return len;
 }
 
-Status transport_error(CURLcode code, const std::string& what, const char* detail) {
-  std::string msg = what + ": " + curl_easy_strerror(code);
+Status transport_error(const CurlApi& api, CURLcode code, const std::string& what, const char* detail) {
+  std::string msg = what + ": " + api.easy_strerror(code);
   if (detail && *detail) msg += " (" + redact_url(detail) + ")";
   switch (code) {
     case CURLE_OPERATION_TIMEDOUT: return Status(ErrorCode::kTimeout, msg);
@@ -98,7 +98,6 @@ std::string HttpResponse::header(std::string_view lower_name) const {
 
 HttpClient::HttpClient(TransferConfig config) : config_(config) {
   std::call_once(g_curl_init, [] {
-    curl_global_init(CURL_GLOBAL_DEFAULT);
     // With CURLOPT_NOSIGNAL, a peer closing a TLS connection mid-write would raise SIGPIPE and
     // kill the process; the error comes back as a failed request instead.
     std::signal(SIGPIPE, SIG_IGN);
@@ -106,7 +105,9 @@ HttpClient::HttpClient(TransferConfig config) : config_(config) {
 }
 
 HttpClient::~HttpClient() {
-  for (void* h : idle_) curl_easy_cleanup(static_cast<CURL*>(h));
+  if (idle_.empty()) return;
+  auto api = curl_api();  // loaded: these handles came from it
+  for (void* h : idle_) (*api)->easy_cleanup(static_cast<CURL*>(h));
 }
 
 void* HttpClient::acquire() {
@@ -118,7 +119,8 @@ void* HttpClient::acquire() {
       return h;
     }
   }
-  return curl_easy_init();
+  auto api = curl_api();
+  return api.ok() ? (*api)->easy_init() : nullptr;
 }
 
 void HttpClient::release(void* handle) {
@@ -127,62 +129,65 @@ void HttpClient::release(void* handle) {
 }
 
 Result<HttpResponse> HttpClient::perform(const HttpRequest& request, const std::string& what) {
+  auto api = curl_api();
+  if (!api.ok()) return api.error().with_context(what);
+  const CurlApi& c = **api;
   CURL* curl = static_cast<CURL*>(acquire());
   if (!curl) return Status(ErrorCode::kResourceExhausted, what + ": curl_easy_init failed");
-  curl_easy_reset(curl);  // keeps the connection cache, drops the previous request's options
+  c.easy_reset(curl);  // keeps the connection cache, drops the previous request's options
   HttpResponse response;
-  Transfer t{&request, &response, curl, 0, false};
+  Transfer t{&c, &request, &response, curl, 0, false};
   char errbuf[CURL_ERROR_SIZE] = {0};
-  curl_easy_setopt(curl, CURLOPT_URL, request.url.c_str());
-  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, errbuf);
-  curl_easy_setopt(curl, CURLOPT_TCP_KEEPALIVE, 1L);
-  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(config_.connect_timeout_ms));
-  curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, static_cast<long>(config_.low_speed_bytes_per_s));
-  curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, static_cast<long>(config_.low_speed_time_s));
-  curl_easy_setopt(curl, CURLOPT_BUFFERSIZE, 256L << 10);
-  curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, on_header);
-  curl_easy_setopt(curl, CURLOPT_HEADERDATA, &t);
-  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_body);
-  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &t);
+  c.easy_setopt(curl, CURLOPT_URL, request.url.c_str());
+  c.easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+  c.easy_setopt(curl, CURLOPT_ERRORBUFFER, errbuf);
+  c.easy_setopt(curl, CURLOPT_TCP_KEEPALIVE, 1L);
+  c.easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(config_.connect_timeout_ms));
+  c.easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, static_cast<long>(config_.low_speed_bytes_per_s));
+  c.easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, static_cast<long>(config_.low_speed_time_s));
+  c.easy_setopt(curl, CURLOPT_BUFFERSIZE, 256L << 10);
+  c.easy_setopt(curl, CURLOPT_HEADERFUNCTION, on_header);
+  c.easy_setopt(curl, CURLOPT_HEADERDATA, &t);
+  c.easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_body);
+  c.easy_setopt(curl, CURLOPT_WRITEDATA, &t);
   curl_slist* headers = nullptr;
-  for (const auto& [k, v] : request.headers) headers = curl_slist_append(headers, (k + ": " + v).c_str());
+  for (const auto& [k, v] : request.headers) headers = c.slist_append(headers, (k + ": " + v).c_str());
   // We sign requests ourselves; "Expect:" (not signed) stops curl from waiting for a
   // 100-continue before every upload.
-  headers = curl_slist_append(headers, "Expect:");
+  headers = c.slist_append(headers, "Expect:");
   if (request.method == "HEAD") {
-    curl_easy_setopt(curl, CURLOPT_NOBODY, 1L);
+    c.easy_setopt(curl, CURLOPT_NOBODY, 1L);
   } else if (request.method == "PUT") {
-    curl_easy_setopt(curl, CURLOPT_UPLOAD, 1L);
-    curl_easy_setopt(curl, CURLOPT_READFUNCTION, on_read);
-    curl_easy_setopt(curl, CURLOPT_READDATA, &t);
-    curl_easy_setopt(curl, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(request.body.size()));
+    c.easy_setopt(curl, CURLOPT_UPLOAD, 1L);
+    c.easy_setopt(curl, CURLOPT_READFUNCTION, on_read);
+    c.easy_setopt(curl, CURLOPT_READDATA, &t);
+    c.easy_setopt(curl, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(request.body.size()));
   } else if (request.method == "POST") {
-    curl_easy_setopt(curl, CURLOPT_POST, 1L);
-    curl_easy_setopt(curl, CURLOPT_POSTFIELDS, request.body.empty() ? "" : reinterpret_cast<const char*>(request.body.data()));
-    curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(request.body.size()));
+    c.easy_setopt(curl, CURLOPT_POST, 1L);
+    c.easy_setopt(curl, CURLOPT_POSTFIELDS, request.body.empty() ? "" : reinterpret_cast<const char*>(request.body.data()));
+    c.easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(request.body.size()));
     // The XML bodies (CompleteMultipartUpload, DeleteObjects) default to application/xml; a
     // request that names its own type (CreateMultipartUpload: the object's type) keeps it.
     const bool typed = std::any_of(request.headers.begin(), request.headers.end(),
                                    [](const auto& h) { return strcasecmp(h.first.c_str(), "content-type") == 0; });
-    if (!typed) headers = curl_slist_append(headers, "Content-Type: application/xml");
+    if (!typed) headers = c.slist_append(headers, "Content-Type: application/xml");
   } else if (request.method != "GET") {
-    curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, request.method.c_str());
+    c.easy_setopt(curl, CURLOPT_CUSTOMREQUEST, request.method.c_str());
   }
-  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+  c.easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
 
   requests_.fetch_add(1);
   int now = in_flight_.fetch_add(1) + 1;
   for (int seen = max_in_flight_.load(); now > seen && !max_in_flight_.compare_exchange_weak(seen, now);) {}
-  CURLcode rc = curl_easy_perform(curl);
+  CURLcode rc = c.easy_perform(curl);
   in_flight_.fetch_sub(1);
-  curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &response.status);
-  curl_slist_free_all(headers);
+  c.easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &response.status);
+  c.slist_free_all(headers);
   release(curl);
   if (t.overflow && request.overflow_ok) return response;
   if (t.overflow)
     return Status(ErrorCode::kCorrupt, what + ": the server sent more bytes than requested (HTTP " + std::to_string(response.status) + ")");
-  if (rc != CURLE_OK) return transport_error(rc, what + " (" + redact_url(without_query(request.url)) + ")", errbuf);
+  if (rc != CURLE_OK) return transport_error(c, rc, what + " (" + redact_url(without_query(request.url)) + ")", errbuf);
   return response;
 }
 
