@@ -37,11 +37,12 @@ ArchiveHead::ArchiveHead(std::shared_ptr<const ByteSource> source, const std::ve
     states_.push_back(Piece{length_, len, 0, false, Status()});
     length_ += len;
   }
-  bytes_.resize(length_);
+  buffer_.reset(new char[length_]);  // default-initialised: see bytes_
+  bytes_ = buffer_.get();
   for (size_t i = 0; i < states_.size(); ++i) threads_.emplace_back([this, i] { read_piece(i); });
 }
 
-ArchiveHead::ArchiveHead(std::string bytes) : length_(bytes.size()), bytes_(std::move(bytes)) {
+ArchiveHead::ArchiveHead(std::string bytes) : length_(bytes.size()), kept_(std::move(bytes)), bytes_(kept_.data()) {
   if (length_ > 0) states_.push_back(Piece{0, length_, length_, true, Status()});
 }
 
@@ -49,7 +50,7 @@ ArchiveHead::~ArchiveHead() { threads_.clear(); }  // joins: a read in flight fi
 
 void ArchiveHead::read_piece(size_t i) {
   const uint64_t offset = states_[i].offset, length = states_[i].length;  // immutable after construction
-  auto out = std::as_writable_bytes(std::span<char>(bytes_.data() + offset, length));
+  auto out = std::as_writable_bytes(std::span<char>(bytes_ + offset, length));
   auto got = source_->read_at(offset, out);
   Status s;
   if (!got.ok())
@@ -77,7 +78,7 @@ Status ArchiveHead::copy(uint64_t offset, std::span<std::byte> out) const {
                                              std::to_string(p.offset + p.length) + " (" + std::to_string(p.got) + " bytes)");
   }
   lock.unlock();
-  if (!out.empty()) std::memcpy(out.data(), bytes_.data() + offset, out.size());
+  if (!out.empty()) std::memcpy(out.data(), bytes_ + offset, out.size());
   return Status();
 }
 
