@@ -77,7 +77,7 @@ class ArchiveHead {
   // restore over the hosted link); untouched, the pages fault in as the pieces' bytes arrive.
   // A byte is read only below its piece's `got` (copy() checks).
   std::unique_ptr<char[]> buffer_;
-  std::string kept_;      // the bytes of the ArchiveHead(std::string) constructor
+  std::string kept_;       // the bytes of the ArchiveHead(std::string) constructor
   char* bytes_ = nullptr;  // buffer_ or kept_'s
   mutable std::mutex mu_;
   mutable std::condition_variable cv_;
