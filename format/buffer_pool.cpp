@@ -9,8 +9,8 @@ std::shared_ptr<BufferPool> BufferPool::create(uint64_t max_free_bytes) {
   return std::shared_ptr<BufferPool>(new BufferPool(max_free_bytes));
 }
 
-std::shared_ptr<std::string> BufferPool::get(size_t size, size_t capacity) {
-  std::unique_ptr<std::string> buf;
+std::shared_ptr<ByteBuffer> BufferPool::get(size_t size, size_t capacity) {
+  std::unique_ptr<ByteBuffer> buf;
   {
     std::lock_guard lock(mu_);
     size_t best = free_.size();
@@ -28,18 +28,17 @@ std::shared_ptr<std::string> BufferPool::get(size_t size, size_t capacity) {
     in_use_peak_ = std::max(in_use_peak_, ++in_use_);
   }
   if (!buf) {
-    buf = std::make_unique<std::string>();
+    buf = std::make_unique<ByteBuffer>();
     buf->reserve(std::max(size, capacity));
   }
-  // Within the capacity: shrinking is free, growing zero-fills only past the earlier size (frames
-  // are all of one size but the last, so a recycled frame buffer is not filled at all).
+  // Within the capacity: no allocation; new bytes are left uninitialised (common/byte_buffer.h).
   buf->resize(size);
   std::shared_ptr<BufferPool> self = shared_from_this();
-  return std::shared_ptr<std::string>(buf.release(), [self](std::string* b) { self->put(b); });
+  return std::shared_ptr<ByteBuffer>(buf.release(), [self](ByteBuffer* b) { self->put(b); });
 }
 
-void BufferPool::put(std::string* raw) {
-  std::unique_ptr<std::string> buf(raw);
+void BufferPool::put(ByteBuffer* raw) {
+  std::unique_ptr<ByteBuffer> buf(raw);
   std::lock_guard lock(mu_);
   --in_use_;
   if (free_bytes_ + buf->capacity() > max_free_bytes_) return;  // freed

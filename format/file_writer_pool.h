@@ -16,6 +16,8 @@
 // Thread-safe for one submitting thread; the destructor drops the queue and joins.
 #pragma once
 
+#include "common/byte_buffer.h"
+
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -33,7 +35,7 @@ namespace lazycache::format {
 
 class FileWriterPool {
  public:
-  using Frame = std::shared_ptr<const std::string>;
+  using Frame = std::shared_ptr<const ByteBuffer>;
   using Job = std::function<Status()>;
 
   FileWriterPool(int threads, uint64_t max_frame_bytes);
@@ -64,8 +66,8 @@ class FileWriterPool {
   std::condition_variable work_cv_;  // writers: a job queued, or stopping
   std::condition_variable idle_cv_;  // the submitter: a job done, an error, or stopping
   std::deque<Queued> queue_;
-  std::unordered_map<const std::string*, size_t> frame_refs_;  // frame -> queued + running jobs
-  uint64_t frame_bytes_ = 0;                                   // bytes of the frames in frame_refs_
+  std::unordered_map<const ByteBuffer*, size_t> frame_refs_;  // frame -> queued + running jobs
+  uint64_t frame_bytes_ = 0;                                  // bytes of the frames in frame_refs_
   size_t running_ = 0;
   bool stopping_ = false;
   Status error_;

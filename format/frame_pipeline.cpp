@@ -143,8 +143,8 @@ void FramePipeline::fetch_loop() {
       inflight_ += part_cost(parts_[pi]);
     }
     const FetchPart& part = parts_[pi];
-    std::shared_ptr<std::string> buf = part_buffers_->get(part.length, largest_part_);
-    const auto out = std::as_writable_bytes(std::span<char>(*buf));
+    std::shared_ptr<ByteBuffer> buf = part_buffers_->get(part.length, largest_part_);
+    const auto out = std::as_writable_bytes(std::span<char>(buf->data(), buf->size()));
     uint64_t covered = 0;  // bytes of the part the head holds
     if (head_ && part.offset < head_->length()) {
       covered = std::min<uint64_t>(part.length, head_->length() - part.offset);
@@ -195,11 +195,11 @@ void FramePipeline::decode_loop() {
       todo_.erase(todo_.begin());
     }
     const uint32_t frame = frames_[job.seq];
-    std::shared_ptr<std::string> out = frame_buffers_->get(reader_.index().frames()[frame].uncompressed_size, largest_frame_);
+    std::shared_ptr<ByteBuffer> out = frame_buffers_->get(reader_.index().frames()[frame].uncompressed_size, largest_frame_);
     // FrameSource::read_run checked size and digest when the part came in: not again here.
     Status s = decode_digested_frame_into(reader_.index().frames()[frame], frame,
                                           std::as_bytes(std::span<const char>(job.bytes.data(), job.bytes.size())),
-                                          std::as_writable_bytes(std::span<char>(*out)));
+                                          std::as_writable_bytes(std::span<char>(out->data(), out->size())));
     job.part.reset();  // the part's buffer goes with its last frame
     if (!s.ok()) return fail(s.with_context(reader_.source().describe()));
     std::lock_guard lock(mu_);

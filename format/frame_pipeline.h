@@ -21,6 +21,8 @@
 // Thread-safe for one consumer; the destructor cancels and joins every thread.
 #pragma once
 
+#include "common/byte_buffer.h"
+
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -88,7 +90,7 @@ uint64_t max_frame_bytes(const Index& index);
 
 class FramePipeline {
  public:
-  using Frame = std::shared_ptr<const std::string>;
+  using Frame = std::shared_ptr<const ByteBuffer>;
   // Frames decoded ahead of the consumer per decoder thread (see above).
   static constexpr size_t kDecodeAheadPerDecoder = 2;
 
@@ -139,7 +141,7 @@ class FramePipeline {
   struct Fetched {
     size_t seq = 0;
     std::string_view bytes;
-    std::shared_ptr<const std::string> part;
+    std::shared_ptr<const ByteBuffer> part;
   };
   std::map<size_t, Fetched> todo_;                            // guarded by mu_: fetched frames to decode, by seq
   std::map<size_t, Result<Frame>> done_;                      // guarded by mu_: decoded frames by seq

@@ -4,6 +4,8 @@
 // extraction; and FileWriterPool's own promises (its frame bound, the first error stops it).
 #include <catch2/catch.hpp>
 
+#include <cstring>
+
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -117,7 +119,11 @@ TEST_CASE("file writers are used for a new target only; into an existing one eve
 }
 
 TEST_CASE("FileWriterPool: a job of a second frame never runs while the bound is full", "[format][writers]") {
-  const auto frame = [](char c) { return std::make_shared<const std::string>(8, c); };
+  const auto frame = [](char c) {
+    auto f = std::make_shared<ByteBuffer>(8);
+    std::memset(f->data(), c, f->size());
+    return std::shared_ptr<const ByteBuffer>(std::move(f));
+  };
   format::FileWriterPool pool(4, 8);  // one 8-byte frame at a time
   std::atomic<bool> b_ran{false}, b_seen_during_a{false};
   auto fa = frame('a'), fb = frame('b');
