@@ -117,6 +117,10 @@ Result<std::unique_ptr<OverlayOpenFeed>> OverlayOpenFeed::start(fs::Filesystem& 
         self->helper_ = spawn_helper(kRequestVariable, "lazycache-open-feed", helper_end.get());
         helper_end = UniqueFd();
         if (self->helper_ < 0) {
+          {
+            std::lock_guard lock(self->mu_);
+            self->ended_ = true;  // nothing for the destructor to wait for
+          }
           started.set_value(Status(ErrorCode::kIo, "cannot start the open feed's process"));
           return;
         }
