@@ -382,8 +382,9 @@ TEST_CASE("Content-Range and HTTP dates", "[unit]") {
 TEST_CASE("AWS credentials and region from the environment and profile files", "[unit]") {
   test::TempDir home;
   std::filesystem::create_directories(home.path() + "/.aws");
-  std::ofstream(home.path() + "/.aws/credentials") << "[default]\naws_access_key_id = AKDEFAULT\naws_secret_access_key = s1\n"
-                                                      "[ci]\naws_access_key_id=AKCI\naws_secret_access_key=s2\naws_session_token = tok\n";
+  std::ofstream(home.path() + "/.aws/credentials")
+      << "[default]\naws_access_key_id = AKDEFAULT\naws_secret_access_key = default-secret-must-not-leak\n"
+         "[ci]\naws_access_key_id=AKCI\naws_secret_access_key=s2\naws_session_token = tok\n";
   std::ofstream(home.path() + "/.aws/config") << "[profile ci]\nregion = eu-west-3\nendpoint_url = http://127.0.0.1:1\n";
   for (const char* v : {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_REGION", "AWS_DEFAULT_REGION",
                         "AWS_PROFILE", "AWS_SHARED_CREDENTIALS_FILE", "AWS_CONFIG_FILE", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3"})
@@ -409,7 +410,9 @@ TEST_CASE("AWS credentials and region from the environment and profile files", "
   c = load_aws_credentials();
   REQUIRE(!c.ok());
   CHECK(c.error().code() == ErrorCode::kPermissionDenied);
-  CHECK(c.error().message().find("s1") == std::string::npos);
+  // The secret is long and has dashes so that it cannot turn up by chance in the message's
+  // path (mkdtemp's random suffix once contained "s1", the secret this test used before).
+  CHECK(c.error().message().find("default-secret-must-not-leak") == std::string::npos);
   // CredentialSource: reload() reports a change only when the loader's answer changed.
   int calls = 0;
   CredentialSource src([&]() -> Result<AwsCredentials> { return AwsCredentials{"AK", ++calls < 3 ? "old" : "new", ""}; });
