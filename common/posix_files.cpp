@@ -76,6 +76,29 @@ Result<std::string> read_whole_file(const std::string& path, size_t max_bytes) {
   return out;
 }
 
+Result<ByteBuffer> read_whole_file_bytes(const std::string& path, size_t max_bytes) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return errno_status("open " + path);
+  struct stat st;
+  if (::fstat(fd.get(), &st) != 0) return errno_status("fstat " + path);
+  if (static_cast<uint64_t>(st.st_size) > max_bytes) return Status(ErrorCode::kCorrupt, path + " is larger than expected");
+  // Room for one byte more than stat says: a file that grew since is seen as larger, not cut.
+  ByteBuffer out(static_cast<size_t>(st.st_size) + 1);
+  size_t got = 0;
+  while (got < out.size()) {
+    ssize_t n = ::read(fd.get(), out.data() + got, out.size() - got);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return errno_status("read " + path);
+    }
+    if (n == 0) break;
+    got += static_cast<size_t>(n);
+  }
+  if (got > max_bytes) return Status(ErrorCode::kCorrupt, path + " is larger than expected");
+  out.resize(got);
+  return out;
+}
+
 Status write_new_file(const std::string& path, std::span<const std::byte> bytes, mode_t mode) {
   UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode));
   if (!fd.valid()) return errno_status("create " + path);
@@ -92,7 +115,7 @@ std::string unique_temp_name(const std::string& path) {
   return path + ".tmp." + std::to_string(getpid()) + "." + std::to_string(counter.fetch_add(1) + 1);
 }
 
-Status replace_file(const std::string& path, const std::string& content, mode_t mode) {
+Status replace_file(const std::string& path, std::string_view content, mode_t mode) {
   const std::string tmp = unique_temp_name(path);
   LC_RETURN_IF_ERROR(write_new_file(tmp, std::as_bytes(std::span(content.data(), content.size())), mode));
   if (::rename(tmp.c_str(), path.c_str()) != 0) {

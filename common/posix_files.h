@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/byte_buffer.h"
 #include "common/status.h"
 
 namespace lazycache {
@@ -54,6 +55,9 @@ Status make_dirs(const std::string& path);
 Result<std::string> real_path(const std::string& path);
 // The whole file, refusing files larger than max_bytes (kCorrupt).
 Result<std::string> read_whole_file(const std::string& path, size_t max_bytes);
+// The same into a ByteBuffer (no clearing; large files populated in one call, common/byte_buffer.h):
+// for blobs of megabytes read on a hot path (the chunk cache).
+Result<ByteBuffer> read_whole_file_bytes(const std::string& path, size_t max_bytes);
 // Creates `path` (which must not exist) with `mode` (less the umask) and writes `bytes`; on
 // failure removes what it wrote.
 Status write_new_file(const std::string& path, std::span<const std::byte> bytes, mode_t mode = 0644);
@@ -61,7 +65,7 @@ Status write_new_file(const std::string& path, std::span<const std::byte> bytes,
 // `path`: readers see the old or the new content, never a mix, even when several threads
 // replace the same file at once (the last rename wins), and the file never has a wider mode
 // than `mode`. A crash can leave one PATH.tmp.* behind, never a torn PATH.
-Status replace_file(const std::string& path, const std::string& content, mode_t mode = 0644);
+Status replace_file(const std::string& path, std::string_view content, mode_t mode = 0644);
 // A name for a temporary next to `path`, unique among all threads of this process:
 // PATH.tmp.<pid>.<n>.
 std::string unique_temp_name(const std::string& path);

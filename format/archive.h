@@ -22,6 +22,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/byte_buffer.h"
 #include "common/byte_source.h"
 #include "common/status.h"
 
@@ -103,7 +104,9 @@ class Index {
  public:
   // Parses and validates serialized index bytes (the content of the index frame) against the
   // seek table's data frames. Errors: kCorrupt, kUnsupported (newer version).
-  static Result<std::shared_ptr<const Index>> parse(std::string bytes);
+  static Result<std::shared_ptr<const Index>> parse(ByteBuffer bytes);
+  // The same from a copy of `bytes`.
+  static Result<std::shared_ptr<const Index>> parse(std::string_view bytes);
 
   virtual ~Index() = default;
   virtual EntryId root() const = 0;  // the top directory: its children are the roots' top dirs

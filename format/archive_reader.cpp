@@ -102,13 +102,13 @@ Result<std::unique_ptr<ArchiveReader>> ArchiveReader::open(std::shared_ptr<const
   if (size < kSeekTableFooterBytes)
     return fail(Status(ErrorCode::kCorrupt, "too small to be an archive (" + std::to_string(size) + " bytes)"));
   uint64_t tail_len = std::min(size, first_read_bytes > 0 ? first_read_bytes : kTailReadBytes);
-  std::string tail(tail_len, '\0');
+  ByteBuffer tail(tail_len);  // the read fills it (a short read fails below)
   {
-    auto r = source->read_at(size - tail_len, std::as_writable_bytes(std::span<char>(tail)));
+    auto r = source->read_at(size - tail_len, std::as_writable_bytes(std::span<char>(tail.data(), tail.size())));
     if (!r.ok()) return fail(r.error().with_context("reading the archive tail"));
     if (*r != tail_len) return fail(Status(ErrorCode::kCorrupt, "short read of the archive tail"));
   }
-  auto tail_bytes = [&] { return std::as_bytes(std::span<const char>(tail)); };
+  auto tail_bytes = [&] { return std::as_bytes(std::span<const char>(tail.data(), tail.size())); };
   auto table_bytes = SeekTable::frame_bytes_from_footer(tail_bytes());
   if (!table_bytes.ok()) return fail(table_bytes.error());
   if (*table_bytes > size) return fail(Status(ErrorCode::kCorrupt, "seek table larger than the archive"));
@@ -122,11 +122,13 @@ Result<std::unique_ptr<ArchiveReader>> ArchiveReader::open(std::shared_ptr<const
   }
   if (needed > tail_len) {
     // Second (and last) read: everything from the index frame to the start of the tail.
-    std::string more(needed - tail_len, '\0');
-    auto r = source->read_at(size - needed, std::as_writable_bytes(std::span<char>(more)));
+    ByteBuffer whole(needed);
+    const uint64_t more = needed - tail_len;
+    auto r = source->read_at(size - needed, std::as_writable_bytes(std::span<char>(whole.data(), more)));
     if (!r.ok()) return fail(r.error().with_context("reading the archive index"));
-    if (*r != more.size()) return fail(Status(ErrorCode::kCorrupt, "short read of the archive index"));
-    tail = more + tail;
+    if (*r != more) return fail(Status(ErrorCode::kCorrupt, "short read of the archive index"));
+    std::memcpy(whole.data() + more, tail.data(), tail_len);
+    tail = std::move(whole);
     tail_len = tail.size();
   }
   auto st = SeekTable::parse(tail_bytes(), size);

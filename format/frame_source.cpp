@@ -12,7 +12,7 @@ namespace {
 
 class NoFrameCache final : public FrameDataCache {
  public:
-  Result<std::string> get(const Digest128& /*digest*/) override { return Status(ErrorCode::kNotFound, "no frame cache"); }
+  Result<ByteBuffer> get(const Digest128& /*digest*/) override { return Status(ErrorCode::kNotFound, "no frame cache"); }
   Status put(const Digest128& /*digest*/, std::span<const std::byte> /*bytes*/) override { return Status(); }
 };
 
@@ -67,8 +67,8 @@ Status FrameSource::check(uint32_t frame, std::span<const std::byte> bytes) cons
   return Status();
 }
 
-Result<std::string> FrameSource::cached(uint32_t frame) const {
-  Result<std::string> got = cache_.get(frames_[frame].digest);
+Result<ByteBuffer> FrameSource::cached(uint32_t frame) const {
+  Result<ByteBuffer> got = cache_.get(frames_[frame].digest);
   Status bad;
   if (got.ok()) {
     bad = check(frame, std::as_bytes(std::span<const char>(got->data(), got->size())));
@@ -134,7 +134,7 @@ Result<FetchCounts> FrameSource::fetch(uint32_t first, uint32_t last, std::span<
   FetchCounts counts;
   std::vector<uint32_t> misses;
   for (uint32_t f = first; f <= last; ++f) {
-    Result<std::string> hit = cached(f);
+    Result<ByteBuffer> hit = cached(f);
     if (hit.ok()) {
       std::copy_n(reinterpret_cast<const std::byte*>(hit->data()), hit->size(), slot(f).begin());
       ++counts.from_cache;

@@ -40,6 +40,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/byte_buffer.h"
 #include "common/byte_source.h"
 #include "common/status.h"
 #include "format/archive.h"
@@ -53,7 +54,7 @@ class FrameDataCache {
   virtual ~FrameDataCache() = default;
   // The bytes stored under `digest`. kNotFound on a miss; any other error means the cache had a
   // copy it could not return (FrameSource treats it as a miss and reports it to on_bad_copy).
-  virtual Result<std::string> get(const Digest128& digest) = 0;
+  virtual Result<ByteBuffer> get(const Digest128& digest) = 0;
   // Stores `bytes`, which the caller has checked hash to `digest`. Best effort: the cache reports
   // its own failures (FrameSource::store ignores the status).
   virtual Status put(const Digest128& digest, std::span<const std::byte> bytes) = 0;
@@ -95,7 +96,7 @@ class FrameSource {
   Status check(uint32_t frame, std::span<const std::byte> bytes) const;
   // Frame `frame`'s bytes from the cache, checked. kNotFound on a miss and for a bad copy (after
   // on_bad_copy). Never reads the source.
-  Result<std::string> cached(uint32_t frame) const;
+  Result<ByteBuffer> cached(uint32_t frame) const;
   // Stores checked bytes of `frame` in the cache; best effort (see FrameDataCache::put).
   void store(uint32_t frame, std::span<const std::byte> bytes) const;
 

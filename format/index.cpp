@@ -53,7 +53,7 @@ bool valid_name(std::string_view n) {
 
 class IndexImpl final : public Index {
  public:
-  explicit IndexImpl(std::string bytes) : bytes_(std::move(bytes)) {}
+  explicit IndexImpl(ByteBuffer bytes) : bytes_(std::move(bytes)) {}
 
   Status validate();
 
@@ -83,16 +83,16 @@ class IndexImpl final : public Index {
 
  private:
   Status validate_members(uint64_t stream_bytes, uint64_t dead_offset, uint32_t dead_count);
-  const std::byte* base() const { return as_bytes_ptr(bytes_); }
+  const std::byte* base() const { return reinterpret_cast<const std::byte*>(bytes_.data()); }
   const std::byte* record(EntryId id) const { return base() + kIndexHeaderBytes + uint64_t{id} * kIndexEntryBytes; }
-  std::string_view str(uint32_t off, uint32_t len) const { return std::string_view(bytes_).substr(strings_offset_ + off, len); }
+  std::string_view str(uint32_t off, uint32_t len) const { return bytes_.view().substr(strings_offset_ + off, len); }
   bool str_ok(uint32_t off, uint32_t len) const { return uint64_t{off} + len <= strings_bytes_; }
   std::string_view name_of(EntryId id) const { return str(load_le32(record(id) + 52), load_le32(record(id) + 56)); }
   // "entry 'data/a/b' (#12)" for messages while parsing: walks parents only while they precede
   // (a loop or a forward parent shows as ".../name"); names must already be in the string table.
   std::string describe_entry(EntryId id) const;
 
-  std::string bytes_;
+  ByteBuffer bytes_;
   uint32_t entry_count_ = 0;
   uint64_t strings_offset_ = 0, strings_bytes_ = 0, xattrs_offset_ = 0;
   uint32_t xattr_count_ = 0;
@@ -430,7 +430,13 @@ std::pair<uint32_t, uint32_t> IndexImpl::frames_for_range(uint64_t uncompressed_
 
 }  // namespace
 
-Result<std::shared_ptr<const Index>> Index::parse(std::string bytes) {
+Result<std::shared_ptr<const Index>> Index::parse(std::string_view bytes) {
+  ByteBuffer copy(bytes.size());
+  if (!bytes.empty()) std::memcpy(copy.data(), bytes.data(), bytes.size());
+  return parse(std::move(copy));
+}
+
+Result<std::shared_ptr<const Index>> Index::parse(ByteBuffer bytes) {
   auto index = std::make_shared<IndexImpl>(std::move(bytes));
   LC_RETURN_IF_ERROR(index->validate());
   return std::shared_ptr<const Index>(std::move(index));

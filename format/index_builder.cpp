@@ -198,7 +198,7 @@ namespace {
 constexpr uint64_t kMaxIndexExpansion = 1024;
 }  // namespace
 
-Result<std::string> unwrap_index_frame(std::span<const std::byte> frame) {
+Result<ByteBuffer> unwrap_index_frame(std::span<const std::byte> frame) {
   auto corrupt = [](const std::string& what) { return Status(ErrorCode::kCorrupt, "index frame: " + what); };
   if (frame.size() < 8 + kIndexContainerHeaderBytes) return corrupt("too short");
   if (load_le32(frame.data()) != kIndexFrameMagic) return corrupt("skippable magic is not 0x184D2A5B (not a lazycache archive)");
@@ -216,7 +216,7 @@ Result<std::string> unwrap_index_frame(std::span<const std::byte> frame) {
                    " bytes of index, more than zstd can expand to");
   unsigned long long content = ZSTD_getFrameContentSize(body.data(), body.size());
   if (content != raw_size) return corrupt("zstd frame content size does not match the recorded index size");
-  std::string raw(raw_size, '\0');
+  ByteBuffer raw(raw_size);  // zstd writes every byte (checked below)
   size_t n = ZSTD_decompress(raw.data(), raw.size(), body.data(), body.size());
   if (ZSTD_isError(n)) return corrupt(std::string("decompressing: ") + ZSTD_getErrorName(n));
   if (n != raw_size) return corrupt("decompressed size mismatch");

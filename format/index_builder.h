@@ -90,6 +90,6 @@ Result<std::string> serialize_index(IndexModel& model);
 Result<std::string> build_index_frame(const std::string& raw_index, int level);
 // Unwraps an index frame read from an archive: checks magic, sizes, decompresses with a bound.
 // Errors: kCorrupt, kUnsupported (unknown codec).
-Result<std::string> unwrap_index_frame(std::span<const std::byte> frame);
+Result<ByteBuffer> unwrap_index_frame(std::span<const std::byte> frame);
 
 }  // namespace lazycache::format

@@ -362,7 +362,7 @@ bool ChunkCache::contains(const Digest128& digest) {
   return get_row(txn->get(), dbi_chunks_, digest).has_value();
 }
 
-Result<std::string> ChunkCache::get(const Digest128& digest) {
+Result<ByteBuffer> ChunkCache::get(const Digest128& digest) {
   std::optional<Row> row;
   {
     LC_ASSIGN_OR_RETURN(Txn txn, Txn::begin(env_, env_mu_, false));
@@ -370,7 +370,7 @@ Result<std::string> ChunkCache::get(const Digest128& digest) {
   }
   if (!row) return Status(ErrorCode::kNotFound, "chunk " + digest_hex(digest) + " not cached");
   std::string path = blob_path(digest);
-  auto bytes = read_whole_file(path, row->size + 1);
+  auto bytes = read_whole_file_bytes(path, row->size + 1);
   std::string damage;  // why the blob cannot be trusted; empty when it is good or just gone
   if (bytes.ok() && bytes->size() != row->size) {
     damage = std::to_string(bytes->size()) + " bytes where " + std::to_string(row->size) + " were stored";

@@ -122,7 +122,7 @@ class ChunkCache final : public format::FrameDataCache {
   // row's blob is gone); a blob that is short or fails verification is removed and reported as
   // kCorrupt, naming the file and the damage (both counted in corrupt_removed()). Either way the
   // caller refetches. Records the hit for LRU.
-  Result<std::string> get(const Digest128& digest) override;
+  Result<ByteBuffer> get(const Digest128& digest) override;
   bool contains(const Digest128& digest);
   // Stores `bytes` under `digest` (the caller has verified that they hash to it), then evicts the
   // least recently used chunks until the total is within max_bytes (and the free-space floor

@@ -152,6 +152,7 @@ Filesystem::Filesystem(std::unique_ptr<format::ArchiveReader> reader, std::share
   }
   described_ = std::make_unique<std::atomic<bool>[]>(index().entry_count());
   handed_ = std::make_unique<std::atomic<uint8_t>[]>(index().entry_count());
+  files_by_offset_.reserve(index().entry_count());  // an upper bound: grown one by one it was 4 % of mount's CPU
   for (EntryId id = 0; id < index().entry_count(); ++id) {
     const format::Entry e = index().entry(id);
     if (e.type == format::EntryType::kRegular && e.size > 0 && e.link_group == id) files_by_offset_.push_back({e.data_offset, e.size, id});

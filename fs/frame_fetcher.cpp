@@ -7,6 +7,7 @@
 #include <iostream>
 #include <optional>
 
+#include "common/byte_buffer.h"
 #include "format/frame_codec.h"
 #include "format/frame_source.h"
 #include "format/hashing.h"
@@ -406,7 +407,7 @@ Result<FetchedFrame> FrameFetcher::spill_frame(uint32_t frame, bool use_cache, s
   format::FrameDecoder decoder(info, frame, [&file](std::span<const std::byte> bytes) { return file->append(bytes); });
   const format::FrameSource source(reader_.source(), frames_, cache_or_none(chunk_cache_),
                                    [this](uint32_t f, const Status& why) { note_bad_cached_copy(f, why); });
-  auto read_piece = [&](uint64_t offset, std::string& buf) -> Status {
+  auto read_piece = [&](uint64_t offset, auto& buf) -> Status {
     const format::RangeRead got = source.read_range(offset, std::as_writable_bytes(std::span(buf.data(), buf.size())),
                                                     "frame " + std::to_string(frame));
     counters_.store_range_reads.fetch_add(1, std::memory_order_relaxed);
@@ -414,7 +415,7 @@ Result<FetchedFrame> FrameFetcher::spill_frame(uint32_t frame, bool use_cache, s
     return got.status;
   };
   if (info.compressed_size <= config_.spill_over_bytes) {
-    std::string compressed;
+    ByteBuffer compressed;
     bool from_cache = false;
     if (use_cache) {
       auto cached = source.cached(frame);  // a bad copy is noted (note_bad_cached_copy) and a miss
@@ -424,7 +425,7 @@ Result<FetchedFrame> FrameFetcher::spill_frame(uint32_t frame, bool use_cache, s
       }
     }
     if (!from_cache) {
-      compressed.assign(info.compressed_size, '\0');
+      compressed.resize(info.compressed_size);  // the read fills it
       LC_RETURN_IF_ERROR(read_piece(info.compressed_offset, compressed));
     }
     Status decoded = decoder.feed(std::as_bytes(std::span(compressed.data(), compressed.size())));
@@ -435,7 +436,7 @@ Result<FetchedFrame> FrameFetcher::spill_frame(uint32_t frame, bool use_cache, s
     }
     LC_RETURN_IF_ERROR(decoded);
     (from_cache ? counters_.frames_from_chunk_cache : counters_.frames_from_store).fetch_add(1, std::memory_order_relaxed);
-    if (!from_cache && chunk_cache_ != nullptr) to_cache = std::move(compressed);
+    if (!from_cache && chunk_cache_ != nullptr) to_cache.assign(compressed.view());
   } else {
     std::string piece;
     for (uint64_t done = 0; done < info.compressed_size; done += piece.size()) {
@@ -519,7 +520,7 @@ void FrameFetcher::process_run(const std::vector<uint32_t>& run, const std::vect
     // A contiguous run of frames in the archive object: one range read.
     const size_t first = positions.first, end = positions.second;
     const uint64_t offset = frames_[missing[first]].compressed_offset;
-    std::string buf(source.span_bytes(missing[first], missing[end - 1]), '\0');
+    ByteBuffer buf(source.span_bytes(missing[first], missing[end - 1]));  // the read writes every byte
     std::vector<uint32_t> to_cache;
     const format::RangeRead got = source.read_run(missing[first], missing[end - 1],
                                                   std::as_writable_bytes(std::span(buf.data(), buf.size())));

@@ -60,7 +60,7 @@ uint64_t base_tail_read_length(uint64_t base_size, uint64_t base_tail) { return 
 std::string base_tail_copy_path(const std::string& state_dir) { return state_dir + "/base-tail"; }
 
 Result<std::string> keep_base_tail_copy(const std::string& state_dir, std::string_view tail) {
-  LC_RETURN_IF_ERROR(replace_file(base_tail_copy_path(state_dir), std::string(tail), 0600));
+  LC_RETURN_IF_ERROR(replace_file(base_tail_copy_path(state_dir), tail, 0600));
   return tail_digest(tail);
 }
 

@@ -104,11 +104,12 @@ Result<MountSource> open_archive_file(const MountOptions& o) {
 }
 
 // A store entry that matched: its bytes, and the save record every mount point's is made from.
-Result<MountSource> open_matched_entry(const MountOptions& o, const std::shared_ptr<remote::ObjectStore>& store, const ResolvedEntry& entry,
+// `entry` is taken whole: its tail (up to kEntryTailBytes) moves on to the archive's source.
+Result<MountSource> open_matched_entry(const MountOptions& o, const std::shared_ptr<remote::ObjectStore>& store, ResolvedEntry entry,
                                        const StoreSettings& recorded) {
   MountSource src;
   const remote::ObjectInfo& object = entry.match->object;
-  std::string tail = entry.tail;
+  std::string tail = std::move(entry.tail);
   if (tail.empty() && object.size > 0) {
     // Found by listing (a restore key): the same tail in one read, pinned to the listed ETag.
     tail.assign(std::min<uint64_t>(kEntryTailBytes, object.size), '\0');
@@ -121,11 +122,11 @@ Result<MountSource> open_matched_entry(const MountOptions& o, const std::shared_
   src.bytes = src.object;
   src.info.archive = store->describe() + " " + entry.match->object.key;
   src.info.key = entry.match->key;
-  src.resolved = entry;
   src.store_name = store->describe();
   src.base_etag = entry.match->object.etag;
   src.record = SaveRecord{"", entry.primary_key, o.key.scope, entry.cache_hit(), ::getpid(), "", recorded, ""};
   src.record->base_object = entry.match->object.key;
+  src.resolved = std::move(entry);  // last: `object` refers into it
   return src;
 }
 
@@ -435,7 +436,7 @@ int run_mount(const MountOptions& o) {
       daemon->ready(kExitOk);
       return kExitOk;
     }
-    auto matched = open_matched_entry(o, *store, *entry, recorded);
+    auto matched = open_matched_entry(o, *store, std::move(entry).value(), recorded);
     if (!matched.ok()) return fail(matched.error());
     src = std::move(matched).value();
   }

@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <string>
@@ -76,13 +77,15 @@ class CountingSource final : public ByteSource {
 // copies), `put_error` every put().
 class MapCache final : public FrameDataCache {
  public:
-  Result<std::string> get(const Digest128& digest) override {
+  Result<ByteBuffer> get(const Digest128& digest) override {
     std::lock_guard lock(mu_);
     ++gets;
     if (!get_error.ok()) return get_error;
     auto it = blobs.find(digest.hex());
     if (it == blobs.end()) return Status(ErrorCode::kNotFound, "miss");
-    return it->second;
+    ByteBuffer copy(it->second.size());
+    std::memcpy(copy.data(), it->second.data(), it->second.size());
+    return copy;
   }
   Status put(const Digest128& digest, std::span<const std::byte> bytes) override {
     std::lock_guard lock(mu_);

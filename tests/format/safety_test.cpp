@@ -135,7 +135,7 @@ TEST_CASE("damaged tails never crash: every byte flip and truncation gives an er
   auto index_bytes_of = [&](const std::string& archive) {
     auto frame = std::as_bytes(std::span(archive)).subspan(data_end, seek_table_begin - data_end);
     auto raw = format::unwrap_index_frame(frame);
-    return raw.ok() ? *raw : std::string("<error>");
+    return raw.ok() ? std::string(raw->view()) : std::string("<error>");
   };
   const std::string good_index = index_bytes_of(good);
   // Every byte of the tail (index frame + seek table), flipped one at a time.

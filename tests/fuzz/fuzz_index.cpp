@@ -87,7 +87,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       fuzz::check_refusal("unwrap_index_frame", unwrapped.error());
       return 0;
     }
-    raw = std::move(unwrapped).value();
+    raw = std::string(unwrapped->view());
   }
   auto index = Index::parse(std::move(raw));
   if (!index.ok()) {

@@ -82,7 +82,7 @@ Result<std::vector<std::pair<std::string, std::string>>> written_archives(const 
     std::ofstream(dir + "/t/sub/f25") << std::string(300, 'Z');
     std::string index_frame, stream;
     split(out.back().second, &index_frame, &stream);
-    LC_ASSIGN_OR_RETURN(std::string raw, unwrap_index_frame(std::as_bytes(std::span<const char>(index_frame))));
+    LC_ASSIGN_OR_RETURN(ByteBuffer raw, unwrap_index_frame(std::as_bytes(std::span<const char>(index_frame))));
     LC_ASSIGN_OR_RETURN(auto index, Index::parse(std::move(raw)));
     const std::string base_bytes = out.back().second;
     IncrementalBase base{index, [&](uint32_t first, uint32_t last) -> Result<std::string> {
@@ -150,7 +150,7 @@ int main(int argc, char** argv) {
     if (!index_frame.empty()) {
       write(out + "/fuzz_index/" + name + ".frame", std::string(1, '\1') + index_frame);
       auto raw = unwrap_index_frame(std::as_bytes(std::span<const char>(index_frame)));
-      if (raw.ok()) write(out + "/fuzz_index/" + name + ".raw", std::string(1, '\0') + *raw);
+      if (raw.ok()) write(out + "/fuzz_index/" + name + ".raw", std::string(1, '\0') + std::string(raw->view()));
     }
     if (!stream.empty()) write(out + "/fuzz_tar_reader/" + name, stream.substr(0, 64 * 1024));
   }
