@@ -6,10 +6,11 @@
 // cache once they are (no second store read), also by the pass at the end of the tree walk
 // (decode_known_ahead); a frame decoded ahead is never kept in memory for files the kernel did not
 // take; frames turned away while the ahead share of the memory budget is full are decoded when it
-// has room again; the byte cap holds; frames outside the fill are never fetched for it; a frame is
+// has room again, and frames read ahead that nobody reads do not hold them off; the byte cap holds; frames outside the fill are never fetched for it; a frame is
 // decoded ahead at most once; and off means off.
 #include <catch2/catch.hpp>
 
+#include <fcntl.h>
 #include <sys/stat.h>
 
 #include <atomic>
@@ -44,6 +45,10 @@ struct Mounted : testing::PageCacheMount {
       : PageCacheMount(build, decode_ahead_config(decode_ahead_bytes, fill)) {
     fs->add_page_cache_sink(&rec, rec.sink());
   }
+  template <typename Build>
+  Mounted(Build&& build, fs::FilesystemConfig config) : PageCacheMount(build, config) {
+    fs->add_page_cache_sink(&rec, rec.sink());
+  }
   ~Mounted() { fs->remove_page_cache_sink(&rec); }
 
   // What the tree walk does through a mount: every entry described, and the replies sent.
@@ -76,6 +81,13 @@ void small_files_tree(const std::string& root) {
       testing::write_file(dir + "/f" + std::to_string(f) + ".js", testing::pattern(1500 + static_cast<size_t>(f) * 97, 31u * d + f));
     }
   }
+}
+
+// A file of 24 frames first in archive order, then the small files.
+void big_file_first_tree(const std::string& root) {
+  small_files_tree(root);
+  ::mkdir((root + "/a").c_str(), 0755);
+  testing::write_file(root + "/a/big.bin", testing::pattern(24 * (64 << 10), 99));
 }
 
 }  // namespace
@@ -194,11 +206,7 @@ TEST_CASE("decode-ahead: frames turned away while the ahead share is full are de
   // every frame at once, the fill's workers take several together, and all but one find no room.
   fs::FilesystemConfig config = decode_ahead_config(1ull << 30, {fs::FillPolicy::Mode::kAll, 0});
   config.memory_budget_bytes = 4 * (80 << 10);
-  struct Small : testing::PageCacheMount {
-    Recorder rec;
-    explicit Small(fs::FilesystemConfig c) : PageCacheMount(small_files_tree, c) { fs->add_page_cache_sink(&rec, rec.sink()); }
-    ~Small() { fs->remove_page_cache_sink(&rec); }
-  } m(config);
+  Mounted m(small_files_tree, config);
   m.fs->start_prefetch(fs::PrefetchMode::kHotList);
   m.fs->wait_prefetch_idle();
   REQUIRE(m.fs->stats().frames_decoded == 0);  // stored only: nobody knew the files yet
@@ -211,6 +219,47 @@ TEST_CASE("decode-ahead: frames turned away while the ahead share is full are de
   CHECK(s.frames_decoded_ahead >= s.archive_frames - 1);  // the last frame may hold only the end of the tar
   CHECK(m.rec.taken.size() == m.files().size());
   CHECK(s.memory_peak_bytes <= config.memory_budget_bytes);
+}
+
+TEST_CASE("decode-ahead: frames read ahead and never read do not hold it off", "[unit]") {
+  // A job that reads the start of a large file (`tsc --version`) leaves the frames readahead
+  // decoded for it in memory, held ahead until a read comes that never does. They fill the ahead
+  // share; decode-ahead frames, which go to the page cache and are dropped at once, must still
+  // be decoded (until session 41 every one of them was turned away for the rest of the mount).
+  fs::FilesystemConfig config = decode_ahead_config(1ull << 30, {fs::FillPolicy::Mode::kAll, 0});
+  config.memory_budget_bytes = 4 * (80 << 10);  // an ahead share of one 64 KiB frame
+  Mounted m(big_file_first_tree, config);
+  m.fs->start_prefetch(fs::PrefetchMode::kHotList);
+  m.fs->wait_prefetch_idle();
+  REQUIRE(m.fs->stats().frames_decoded == 0);  // stored only: nobody knew the files yet
+
+  // The start of the big file, read sequentially: readahead decodes the frames after it, which
+  // nobody reads.
+  auto big = m.index().lookup_path("t/a/big.bin");
+  REQUIRE(big.has_value());
+  auto handle = m.fs->open(*big, O_RDONLY);
+  REQUIRE(handle.ok());
+  for (uint64_t off = 0; off < (128 << 10); off += 32 << 10) REQUIRE(m.fs->read_sync(*handle, off, 32 << 10).ok());
+  m.fs->wait_prefetch_idle();
+  const uint64_t decoded_for_reads = m.fs->stats().frames_decoded;
+  REQUIRE(decoded_for_reads >= 3);  // the frames read, and at least one read ahead
+
+  m.describe_all();
+  m.fs->decode_known_ahead();
+  m.fs->wait_prefetch_idle();
+  m.fs->release(*handle);
+  const fs::MountStats s = m.fs->stats();
+  // Every frame past the big file holds small files only.
+  const auto [big_first, big_last] = m.index().frames_for_range(m.index().entry(*big).data_offset, m.index().entry(*big).size);
+  uint32_t small_frames = 0;
+  for (uint32_t f = big_last + 1; f < s.archive_frames; ++f) small_frames += m.use_of(f).has_file ? 1 : 0;
+  INFO("frames " << s.archive_frames << ", big file " << big_first << ".." << big_last << ", decoded ahead " << s.frames_decoded_ahead);
+  REQUIRE(small_frames > 4);
+  CHECK(s.frames_decoded_ahead >= small_frames - 1);  // the frame the big file ends in may be decoded for a read
+  std::lock_guard lock(m.rec.mu);
+  for (format::EntryId id : m.files()) {
+    if (id != *big) CHECK(m.rec.taken.count(id) == 1);
+  }
 }
 
 TEST_CASE("decode-ahead: the byte cap holds", "[unit]") {
