@@ -115,6 +115,16 @@ std::string member_name(const SaveRecord& r) {
   return first_char == std::string::npos ? std::string() : r.path.substr(first_char);
 }
 
+std::optional<std::string> saved_path_of(const SaveRecord& r, const std::string& mounted_path) {
+  const std::string& from = r.base_member;
+  const std::string to = member_name(r);
+  if (from.empty() || from == to) return mounted_path;
+  if (mounted_path == from) return to;
+  if (mounted_path.size() > from.size() && mounted_path.compare(0, from.size(), from) == 0 && mounted_path[from.size()] == '/')
+    return to.empty() ? mounted_path.substr(from.size() + 1) : to + mounted_path.substr(from.size());
+  return std::nullopt;
+}
+
 std::vector<format::PackRoot> save_roots(const std::vector<SaveRecord>& records) {
   std::vector<format::PackRoot> roots;
   for (const SaveRecord& r : records) roots.push_back(format::PackRoot{r.path, member_name(r)});

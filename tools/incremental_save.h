@@ -6,6 +6,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -61,6 +62,11 @@ bool save_crosscheck_enabled();
 // which must end in its member name), else the path's own absolute name (tools/cmd_save.cpp's
 // rule). "" for the file system root.
 std::string member_name(const SaveRecord& r);
+// An archive path of the mounted entry (the daemon's access list names files so) as the save of
+// `r` names it: under the root mounted at r.path (SaveRecord::base_member) it moves to
+// member_name(r); nullopt for a path under no such root (another record's). When the two names
+// are the same, or the record predates base_member, every path is kept as it is.
+std::optional<std::string> saved_path_of(const SaveRecord& r, const std::string& mounted_path);
 // The roots of a save of `records`, named by member_name().
 std::vector<format::PackRoot> save_roots(const std::vector<SaveRecord>& records);
 

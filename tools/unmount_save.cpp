@@ -108,7 +108,12 @@ Status save_group(const Group& g, SaveOutcome* out) {
   };
   for (const SaveRecord& r : g.records) {
     pack.xattrs = std::max(pack.xattrs, r.xattrs);  // the entry was packed with one choice for all paths
-    for (auto& p : hot_paths_of(r.pid, r.path)) pack.hot_paths.push_back(std::move(p));
+    // The access list names files as the mounted entry does; mounted elsewhere (--any-paths),
+    // the new entry names them by this path (until session 41 such a learned layout was lost:
+    // no name resolved, and the save still said "N hot files first").
+    for (const auto& p : hot_paths_of(r.pid, r.path)) {
+      if (auto saved = saved_path_of(r, p)) pack.hot_paths.push_back(std::move(*saved));
+    }
   }
   out->hot = pack.hot_paths.size();
   remote::PutOptions put;

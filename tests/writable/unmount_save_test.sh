@@ -7,11 +7,15 @@
 #     new primary key; the new entry restores with stock `zstd -d | tar -x` to exactly the tree
 #     the tools left, and a new mount of it shows that tree; the hot list is the read order;
 #  4. kill -9 during a save leaves the older entries intact, no new entry visible, the mount and
-#     its changes in place; a second unmount --save then succeeds.
+#     its changes in place; a second unmount --save then succeeds;
+#  5. an entry mounted elsewhere (--any-paths) and saved keeps the job's reads as its learned
+#     layout, named by the new path (the access list names them by the mounted entry's).
 # Skipped (exit 0, with a message) when FUSE cannot be used. Usage: unmount_save_test.sh LAZYCACHE
 set -euo pipefail
 . "$(dirname "$0")/cli_test_lib.sh"
 cli_test_setup "$1" lc-writable-cli
+Q=$W/elsewhere/deps  # case 5's mount point, unmounted in teardown too
+trap 'if mountpoint -q "$Q" 2>/dev/null; then "$LC" unmount --lazy "$Q" >/dev/null 2>&1 || fusermount3 -u -z "$Q" || true; fi; cli_test_cleanup' EXIT
 
 # 1. Miss: plain directory, filled by the job, saved on unmount.
 mkdir -p "$P"
@@ -90,4 +94,16 @@ listing "$W/restored2/${P#/}" > "$W/restored2.list"
 diff "$W/expected" "$W/restored2.list" > /dev/null || fail "deps-v2 damaged by the killed save"
 "$LC" unmount --save "$P" > "$W/out"
 grep -q "saved .* as key deps-v3" "$W/out" || fail "save after the killed one: $(cat "$W/out")"
+
+# 5. Mounted elsewhere: the save is a full pack of the merged view under Q's name, and its hot
+#    list must name Q's files (until session 41 it named deps-v2's and none resolved).
+mkdir -p "$Q"
+"$LC" mount --key deps-moved --restore-keys deps-v2 --any-paths "$Q" > "$W/out"
+grep -q "cache-matched-key=deps-v2" "$W/out" || fail "mount elsewhere: $(cat "$W/out")"
+cat "$Q/pkg-9/index.js" "$Q/pkg-4/index.js" "$Q/pkg-11/package.json" > /dev/null
+echo more >> "$Q/pkg-5/index.js"
+"$LC" unmount --save "$Q" > "$W/out" 2>&1
+grep -q "saved .* as key deps-moved" "$W/out" || fail "save of an entry mounted elsewhere: $(cat "$W/out")"
+hot=$("$LC" info "$(entry_file deps-moved "$Q")" | sed -n 's/^hot list: *\([0-9]*\) files$/\1/p')
+[ "${hot:-0}" -ge 3 ] || fail "learned layout of a save of an entry mounted elsewhere: ${hot:-no} hot files ($(cat "$W/out"))"
 echo "OK"
