@@ -182,7 +182,11 @@ std::vector<uint32_t> FrameFetcher::claim_run_locked(Priority& priority, std::ve
   const bool background = priority >= Priority::kPrefetch;
   // The queue is ordered by priority, so if the most urgent entry is background work and its
   // workers are all busy, nothing else may run either.
-  if (background && background_active_ >= config_.background_threads) return {};
+  if (background) {
+    const bool reading = active_ > background_active_;  // a read's own fetch is in flight
+    const int cap = reading ? std::min(config_.background_threads, config_.background_threads_while_reading) : config_.background_threads;
+    if (background_active_ >= std::max(cap, 0)) return {};
+  }
   const auto now = std::chrono::steady_clock::now();
   auto claim = [this, now](uint32_t f) {
     Pending& p = pending_.at(f);
@@ -217,7 +221,28 @@ std::vector<uint32_t> FrameFetcher::claim_run_locked(Priority& priority, std::ve
   }
   seqs.clear();
   for (uint32_t f : run) seqs.push_back(pending_.at(f).seq);
+  if (priority == Priority::kOnDemand) fill_follow_locked(run.back());
   return run;
+}
+
+void FrameFetcher::fill_follow_locked(uint32_t frame) {
+  const uint64_t end = std::min<uint64_t>(frames_.size(), uint64_t{frame} + 1 + config_.fill_follow_frames);
+  std::vector<uint32_t> moved;
+  for (uint64_t f = uint64_t{frame} + 1; f < end; ++f) {
+    auto it = pending_.find(static_cast<uint32_t>(f));
+    if (it != pending_.end() && !it->second.claimed && it->second.priority == Priority::kBackground)
+      moved.push_back(static_cast<uint32_t>(f));
+  }
+  if (moved.empty()) return;
+  front_seq_ -= moved.size();
+  uint64_t seq = front_seq_;
+  constexpr auto kBackground = static_cast<uint8_t>(Priority::kBackground);
+  for (uint32_t f : moved) {
+    Pending& p = pending_.at(f);
+    queue_.erase(QueueKey{kBackground, p.seq, f});
+    p.seq = seq++;
+    queue_.insert(QueueKey{kBackground, p.seq, f});
+  }
 }
 
 void FrameFetcher::worker_loop() {

@@ -2,7 +2,8 @@
 // Background fill (issue 15): the policy (pure), and the machinery behind reads: a read queued
 // behind a busy fill is served within one fetch, a failing fill fails no read, stop_fill() ends
 // the fill at once, fill frames go to the chunk cache undecoded, and fill stays within its share
-// of the memory budget and still progresses when the job's frames fill that budget. Memory:
+// of the memory budget and still progresses when the job's frames fill that budget; beside a
+// read's fetch the fill keeps to one run, and it follows the reader (issue 15). Memory:
 // readahead frames go to the chunk cache undecoded too (a walk through a small budget decodes
 // each frame about once), and the budget's peak stays bounded under fill, readahead and reads.
 #include <catch2/catch.hpp>
@@ -10,7 +11,9 @@
 #include <fcntl.h>
 
 #include <chrono>
+#include <future>
 #include <thread>
+#include <utility>
 
 #include "fs/errno_map.h"
 #include "fs/filesystem.h"
@@ -35,6 +38,18 @@ class GatedSource final : public ByteSource {
   std::string describe() const override { return "gated " + inner_->describe(); }
   Result<size_t> read_at(uint64_t offset, std::span<std::byte> out) const override {
     reads.fetch_add(1);
+    {
+      std::lock_guard lock(mu_);
+      offsets.push_back(offset);
+      max_in_flight = std::max(max_in_flight, ++in_flight);
+    }
+    struct Done {
+      const GatedSource& s;
+      ~Done() {
+        std::lock_guard lock(s.mu_);
+        --s.in_flight;
+      }
+    } done{*this};
     if (gone.load()) return Status(ErrorCode::kNotFound, "injected: no such object");
     if (delay_ms.load() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms.load()));
     bool held = false;
@@ -68,6 +83,16 @@ class GatedSource final : public ByteSource {
     hold = 0;
     cv_.notify_all();
   }
+  // The offsets read since the last call, in the order the reads started.
+  std::vector<uint64_t> take_offsets() {
+    std::lock_guard lock(mu_);
+    return std::exchange(offsets, {});
+  }
+  // The most reads in flight at once since the last call (at least those in flight now).
+  int take_max_in_flight() {
+    std::lock_guard lock(mu_);
+    return std::exchange(max_in_flight, in_flight);
+  }
 
   mutable std::atomic<uint64_t> reads{0};
   std::atomic<int> delay_ms{0};
@@ -79,6 +104,8 @@ class GatedSource final : public ByteSource {
   mutable std::mutex mu_;
   mutable std::condition_variable cv_;
   mutable int hold = 0, blocked = 0;
+  mutable int in_flight = 0, max_in_flight = 0;
+  mutable std::vector<uint64_t> offsets;
   bool gate_open_ = true;
 };
 
@@ -445,4 +472,95 @@ TEST_CASE("readahead that catches up with a fill run in flight gets the frame de
   fetcher.wait_idle();
   CHECK(!memory.contains(3));
   CHECK(fetcher.counters().frames_decoded == 1);
+}
+
+namespace {
+// A FrameFetcher over the node-like tree's archive (16 KiB frames) behind a GatedSource, one
+// frame per fill run, with a chunk cache: fill frames go there, as in a mount.
+struct DirectFetcher {
+  Mount m;
+  std::shared_ptr<GatedSource> source;
+  std::unique_ptr<format::ArchiveReader> reader;
+  std::shared_ptr<fs::ChunkCache> cache;
+  fs::MemoryBudget budget{64ull << 20};
+  fs::FrameCache memory{budget};
+  std::unique_ptr<fs::FrameFetcher> fetcher;
+
+  explicit DirectFetcher(fs::FetcherConfig config) {
+    auto file = LocalFileSource::open(m.archive);
+    REQUIRE(file.ok());
+    source = std::make_shared<GatedSource>(std::shared_ptr<const ByteSource>(std::move(file).value()));
+    auto r = format::ArchiveReader::open(source);
+    REQUIRE(r.ok());
+    reader = std::move(r).value();
+    auto c = fs::ChunkCache::open({m.dir / "cache3", 1ull << 30});
+    REQUIRE(c.ok());
+    cache = *c;
+    config.merge_bytes_background = 1;
+    config.fill_memory_bytes = config.ahead_memory_bytes = 16ull << 20;
+    fetcher = std::make_unique<fs::FrameFetcher>(*reader, cache, memory, budget, config);
+    source->held_reads_pass = true;
+  }
+  ~DirectFetcher() {
+    source->open_gate();  // a failed check must not leave a worker blocked at the gate
+    fetcher.reset();
+  }
+  uint32_t frames() const { return static_cast<uint32_t>(reader->index().frames().size()); }
+  uint64_t offset_of(uint32_t frame) const { return reader->index().frames()[frame].compressed_offset; }
+};
+}  // namespace
+
+TEST_CASE("while a read's fetch is in flight the fill starts at most one run; after it, all its workers again", "[unit][concurrency]") {
+  // A link shares its rate between connections: four fill connections beside a read's took four
+  // fifths of a far link from it.
+  fs::FetcherConfig config;
+  config.threads = 6;
+  config.background_threads = 3;
+  config.background_threads_while_reading = 1;
+  DirectFetcher d(config);
+  const uint32_t n = d.frames();
+  REQUIRE(n > 20);
+  d.source->delay_ms = 10;
+  d.source->hold_next(1);
+  std::promise<bool> read_done;
+  d.fetcher->get(n - 1, fs::Priority::kOnDemand, [&read_done](Result<fs::FetchedFrame> r) { read_done.set_value(r.ok()); });
+  REQUIRE(d.source->wait_blocked(1));  // the read's range read is in flight, held
+  d.source->take_max_in_flight();
+  d.fetcher->prefetch(0, n - 2, fs::Priority::kBackground);
+  REQUIRE(wait_until([&] { return d.fetcher->counters().prefetched_frames.load() >= 5; }, std::chrono::seconds(10)));
+  CHECK(d.source->take_max_in_flight() <= 2);  // the held read and one fill run
+  d.source->open_gate();
+  CHECK(read_done.get_future().get());
+  d.fetcher->wait_idle();
+  CHECK(d.source->take_max_in_flight() == 3);  // the read done: three fill runs at once
+  CHECK(d.fetcher->counters().prefetched_frames == n - 1);
+}
+
+TEST_CASE("the fill follows the reader: a read of frame N moves the fill's next frames to N+1 and on", "[unit][concurrency]") {
+  for (const uint32_t follow : {4u, 0u}) {
+    DYNAMIC_SECTION("fill_follow_frames " << follow) {
+      fs::FetcherConfig config;
+      config.threads = 4;
+      config.background_threads = 1;
+      config.fill_follow_frames = follow;
+      DirectFetcher d(config);
+      const uint32_t n = d.frames();
+      REQUIRE(n > 20);
+      d.source->hold_next(1);
+      d.fetcher->prefetch(0, n - 1, fs::Priority::kBackground);
+      REQUIRE(d.source->wait_blocked(1));  // the fill's one worker holds frame 0
+      const uint32_t k = n / 2;
+      REQUIRE(d.fetcher->get_sync(k, fs::Priority::kOnDemand).ok());
+      d.source->take_offsets();
+      d.source->open_gate();
+      d.fetcher->wait_idle();
+      const std::vector<uint64_t> after = d.source->take_offsets();
+      REQUIRE(after.size() >= 5);
+      for (uint32_t i = 0; i < 4; ++i) {
+        INFO("fill read " << i << " after the read of frame " << k);
+        CHECK(after[i] == d.offset_of(follow > 0 ? k + 1 + i : 1 + i));
+      }
+      CHECK(d.fetcher->counters().prefetched_frames == n - 1);  // every frame but the read one, once
+    }
+  }
 }
