@@ -42,7 +42,11 @@ Status prepare_kernel_overlay(const KernelOverlayDirs& dirs, const fs::Attr& roo
 Status mount_kernel_overlay(const KernelOverlayDirs& dirs, const std::string& target) {
   const std::string options = "lowerdir=" + dirs.lower + ",upperdir=" + dirs.upper + ",workdir=" + dirs.work +
                               ",redirect_dir=on,metacopy=off,index=off";
-  if (::mount(kKernelOverlaySource, target.c_str(), "overlay", 0, options.c_str()) != 0) {
+  // volatile first (see the header); a kernel before 5.10 does not know it (EINVAL), and the
+  // overlay is then mounted without it.
+  int rc = ::mount(kKernelOverlaySource, target.c_str(), "overlay", 0, (options + ",volatile").c_str());
+  if (rc != 0 && errno == EINVAL) rc = ::mount(kKernelOverlaySource, target.c_str(), "overlay", 0, options.c_str());
+  if (rc != 0) {
     const int err = errno;
     const std::string what = "kernel overlay at " + target;
     if (err == EPERM) return Status(ErrorCode::kPermissionDenied, what + ": mounting overlayfs needs root");
