@@ -19,6 +19,12 @@ Status ByteSource::read_ranges(std::span<ReadRequest> requests) const {
   return Status();
 }
 
+Result<size_t> ByteSource::read_at_streaming(uint64_t offset, std::span<std::byte> out, const ReadProgress& progress) const {
+  auto n = read_at(offset, out);
+  if (n.ok() && progress) progress(*n);
+  return n;
+}
+
 Result<std::unique_ptr<LocalFileSource>> LocalFileSource::open(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return errno_status("opening " + path);

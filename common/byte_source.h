@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -13,6 +14,12 @@
 #include "common/status.h"
 
 namespace lazycache {
+
+// Told during a read how many bytes from the start of its buffer are in: `filled` only grows, and
+// the read writes no byte below it again. Called on the thread that called read_at_streaming (for
+// a remote source, from inside the transfer: keep it short). The bytes are what the source sent, no more checked
+// than any read's: a caller checks them (format/ checks every frame's digest) before use.
+using ReadProgress = std::function<void(size_t filled)>;
 
 struct ReadRequest {
   uint64_t offset = 0;
@@ -32,6 +39,11 @@ class ByteSource {
   virtual ~ByteSource() = default;
   virtual uint64_t size() const = 0;
   virtual Result<size_t> read_at(uint64_t offset, std::span<std::byte> out) const = 0;
+  // read_at, telling `progress` as the bytes arrive, so that a caller can use the first ones
+  // before the last came in (restore decodes a range read's frames as each is in). The default
+  // reads, then tells the count once; a remote source tells as its reply's body comes. After an
+  // error, what was told is still there (checked by the caller like any bytes).
+  virtual Result<size_t> read_at_streaming(uint64_t offset, std::span<std::byte> out, const ReadProgress& progress) const;
   // Many reads at once; remote sources override to run them concurrently.
   // The default loops over read_at. Stops at the first error.
   virtual Status read_ranges(std::span<ReadRequest> requests) const;

@@ -143,43 +143,56 @@ void FramePipeline::fetch_loop() {
       inflight_ += part_cost(parts_[pi]);
     }
     const FetchPart& part = parts_[pi];
-    std::shared_ptr<ByteBuffer> buf = part_buffers_->get(part.length, largest_part_);
-    const auto out = std::as_writable_bytes(std::span<char>(buf->data(), buf->size()));
-    uint64_t covered = 0;  // bytes of the part the head holds
-    if (head_ && part.offset < head_->length()) {
-      covered = std::min<uint64_t>(part.length, head_->length() - part.offset);
-      // A head piece that failed (a lost connection; an early head's object not the one opened,
-      // or shorter: tools/early_head.h) only leaves the part to the source, which reads it whole.
-      if (!head_->copy(part.offset, out.first(covered)).ok()) covered = 0;
-    }
     // Read and checked by the one frame source (format/frame_source.h); extract has no cache.
     const FrameSource source(reader_.source(), reader_.index().frames(), no_frame_cache());
-    RangeRead got = source.read_run(frames_[part.first], frames_[part.end - 1], out, covered);
+    // Each frame goes to the decoders as soon as it is in and checked, while the rest of the part
+    // still arrives (FrameSource::read_run's `ready`, on this thread): a part's last frames no
+    // longer wait for its first ones, and the work after the last byte shrinks to the last frame's.
+    std::vector<char> handed(part.end - part.first, 0);
+    std::shared_ptr<ByteBuffer> buf;  // the attempt's buffer; handed frames keep theirs alive
+    auto hand = [&](uint32_t frame) {
+      const size_t k = part.first + (frame - frames_[part.first]);  // a part's frames are consecutive
+      if (handed[k - part.first]) return;                           // an earlier attempt handed it
+      handed[k - part.first] = 1;
+      const FrameInfo& info = reader_.index().frames()[frame];
+      // An aliasing view of the part's buffer: one allocation per part, no copy per frame.
+      Fetched f{k, std::string_view(buf->data() + (info.compressed_offset - part.offset), info.compressed_size), buf};
+      std::lock_guard lock(mu_);
+      if (first_in_.time_since_epoch().count() == 0) first_in_ = std::chrono::steady_clock::now();
+      todo_.emplace(k, std::move(f));
+      cv_.notify_all();
+    };
+    auto attempt = [&](bool use_head) {
+      // A fresh buffer per attempt: the decoders may be reading the frames an earlier one handed.
+      buf = part_buffers_->get(part.length, largest_part_);
+      const auto out = std::as_writable_bytes(std::span<char>(buf->data(), buf->size()));
+      uint64_t covered = 0;  // bytes of the part the head holds
+      if (use_head && head_ && part.offset < head_->length()) {
+        covered = std::min<uint64_t>(part.length, head_->length() - part.offset);
+        // A head piece that failed (a lost connection; an early head's object not the one opened,
+        // or shorter: tools/early_head.h) only leaves the part to the source, which reads it whole.
+        if (!head_->copy(part.offset, out.first(covered)).ok()) covered = 0;
+      }
+      return source.read_run(frames_[part.first], frames_[part.end - 1], out, covered, hand);
+    };
+    RangeRead got = attempt(true);
     // A frame that fails its digest is read again, the whole part from the source (not from the
     // head, whose copy may be the damaged one), as the mount's fetcher does: bits flipped on the
     // way are not the archive's fault. A damaged archive fails every attempt.
-    auto damaged = [](const RangeRead& r) {
-      return r.status.ok() &&
-             std::any_of(r.frames.begin(), r.frames.end(), [](const Status& s) { return s.code() == ErrorCode::kCorrupt; });
+    auto damaged = [&](const RangeRead& r) {
+      if (!r.status.ok()) return false;
+      for (size_t j = 0; j < r.frames.size(); ++j)
+        if (!handed[j] && r.frames[j].code() == ErrorCode::kCorrupt) return true;
+      return false;
     };
-    for (int attempt = 1; attempt < kCorruptFrameAttempts && damaged(got); ++attempt)
-      got = source.read_run(frames_[part.first], frames_[part.end - 1], out, 0);
+    for (int n = 1; n < kCorruptFrameAttempts && damaged(got); ++n) got = attempt(false);
     if (!got.status.ok()) return fail(got.status);
-    for (const Status& s : got.frames)
-      if (!s.ok()) return fail(s);
+    for (size_t j = 0; j < got.frames.size(); ++j)
+      if (!handed[j]) return fail(got.frames[j].ok() ? Status(ErrorCode::kInternal, "a checked frame was not handed on") : got.frames[j]);
     compressed_read_ += part.length;
     const auto now = std::chrono::steady_clock::now();
     std::lock_guard lock(mu_);
-    if (first_in_.time_since_epoch().count() == 0) first_in_ = now;
     last_in_ = std::max(last_in_, now);
-    uint64_t at = 0;
-    for (size_t k = part.first; k < part.end; ++k) {
-      const uint32_t size = reader_.index().frames()[frames_[k]].compressed_size;
-      // Aliasing views of the part buffer: one allocation per part, no copy per frame.
-      todo_.emplace(k, Fetched{k, std::string_view(buf->data() + at, size), buf});
-      at += size;
-    }
-    cv_.notify_all();
   }
 }
 

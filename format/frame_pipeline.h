@@ -5,11 +5,11 @@
 // Design: the frames to read (ascending frame indexes) are cut into parts by plan_fetch_parts():
 // runs of adjacent frames, contiguous in the archive, of at most `part_bytes` compressed bytes
 // (one frame at least). `concurrency` fetch threads each claim the next part in order and read it
-// with one ByteSource::read_at (one ranged GET for a remote source), so from the first byte
-// `concurrency` requests are in flight; the fetch thread checks each frame of its part (size and
-// XXH3-128, through format::FrameSource: once, the decoders do not hash again) and `decoders`
-// threads decompress each frame as soon as its part is in; the consumer take()s frames in list
-// order. Memory: decoders work at most kDecodeAheadPerDecoder x decoders frames ahead of the
+// with one ByteSource::read_at_streaming (one ranged GET for a remote source), so from the first
+// byte `concurrency` requests are in flight; the fetch thread checks each frame of its part (size
+// and XXH3-128, through format::FrameSource: once, the decoders do not hash again) as soon as its
+// bytes are in, and `decoders` threads decompress it while the rest of its part still arrives; the
+// consumer take()s frames in list order. Memory: decoders work at most kDecodeAheadPerDecoder x decoders frames ahead of the
 // consumer (lowest position first), so the decoded frames in circulation stay few and their
 // buffers (format/buffer_pool.h) are recycled: the compressed parts may run far ahead, their
 // decoding need not (a decoder is faster than the file writers it feeds); the position the
@@ -108,8 +108,8 @@ class FramePipeline {
   Result<Frame> take(size_t seq);
   void cancel();
   uint64_t compressed_read() const { return compressed_read_.load(); }
-  // When the first and the last part were in and checked (the epoch while none is): the ends of
-  // the download in restore's timeline.
+  // When the first frame and the last part were in and checked (the epoch while none is): the
+  // ends of the download in restore's timeline.
   std::chrono::steady_clock::time_point first_part_in() const;
   std::chrono::steady_clock::time_point last_part_in() const;
   size_t part_count() const { return parts_.size(); }

@@ -86,9 +86,9 @@ void FrameSource::store(uint32_t frame, std::span<const std::byte> bytes) const 
   ignore_error(cache_.put(frames_[frame].digest, bytes), "the cache reports its own failures (FrameDataCache::put)");
 }
 
-RangeRead FrameSource::read_range(uint64_t offset, std::span<std::byte> out, const std::string& what) const {
+RangeRead FrameSource::read_range(uint64_t offset, std::span<std::byte> out, const std::string& what, const ReadProgress& progress) const {
   RangeRead r;
-  Result<size_t> n = source_.read_at(offset, out);
+  Result<size_t> n = progress ? source_.read_at_streaming(offset, out, progress) : source_.read_at(offset, out);
   if (!n.ok()) {
     r.status = n.error().with_context("reading " + what);
     return r;
@@ -98,7 +98,8 @@ RangeRead FrameSource::read_range(uint64_t offset, std::span<std::byte> out, con
   return r;
 }
 
-RangeRead FrameSource::read_run(uint32_t first, uint32_t last, std::span<std::byte> out, uint64_t prefilled) const {
+RangeRead FrameSource::read_run(uint32_t first, uint32_t last, std::span<std::byte> out, uint64_t prefilled,
+                                const FrameReady& ready) const {
   RangeRead r;
   if (first > last || last >= frames_.size()) {
     r.status = Status(ErrorCode::kInvalidArgument,
@@ -106,6 +107,18 @@ RangeRead FrameSource::read_run(uint32_t first, uint32_t last, std::span<std::by
     return r;
   }
   const std::string what = frames_label(first, last);
+  const uint64_t begin = frames_[first].compressed_offset;
+  uint32_t next = first;        // the first frame not checked yet
+  std::vector<Status> checked;  // frames first..next-1
+  // Checks (and hands to `ready`) the frames whose bytes are all within out[0, filled).
+  auto check_upto = [&](uint64_t filled) {
+    while (next <= last && frames_[next].compressed_offset - begin + frames_[next].compressed_size <= filled) {
+      Status s = check(next, out.subspan(frames_[next].compressed_offset - begin, frames_[next].compressed_size));
+      if (s.ok() && ready) ready(next);
+      checked.push_back(std::move(s));
+      ++next;
+    }
+  };
   bool back_to_back = true;
   for (uint32_t f = first + 1; f <= last; ++f)
     back_to_back = back_to_back && frames_[f].compressed_offset == frames_[f - 1].compressed_offset + frames_[f - 1].compressed_size;
@@ -113,12 +126,17 @@ RangeRead FrameSource::read_run(uint32_t first, uint32_t last, std::span<std::by
     r.status = Status(ErrorCode::kInvalidArgument, what + " are not back to back in the archive");
   } else if (out.size() != span_bytes(first, last) || prefilled > out.size()) {
     r.status = Status(ErrorCode::kInvalidArgument, "read_run of " + what + ": buffer of " + std::to_string(out.size()) + " bytes");
-  } else if (prefilled < out.size()) {
-    r = read_range(frames_[first].compressed_offset + prefilled, out.subspan(prefilled), what);
+  } else {
+    if (ready) check_upto(prefilled);
+    if (prefilled < out.size()) {
+      ReadProgress progress;
+      if (ready) progress = [&](size_t filled) { check_upto(prefilled + filled); };
+      r = read_range(begin + prefilled, out.subspan(prefilled), what, progress);
+    }
   }
-  const uint64_t begin = frames_[first].compressed_offset;
-  for (uint32_t f = first; f <= last; ++f)
-    r.frames.push_back(r.status.ok() ? check(f, out.subspan(frames_[f].compressed_offset - begin, frames_[f].compressed_size)) : r.status);
+  if (r.status.ok()) check_upto(out.size());
+  r.frames = std::move(checked);
+  for (uint32_t f = next; f <= last; ++f) r.frames.push_back(r.status);
   return r;
 }
 

@@ -87,6 +87,10 @@ std::vector<std::pair<size_t, size_t>> contiguous_runs(std::span<const FrameInfo
 class FrameSource {
  public:
   using BadCopyHook = std::function<void(uint32_t frame, const Status& why)>;
+  // Told by read_run() of each frame of its run that is in and passed check(): once per frame,
+  // in frame order, as soon as its last byte came: during the read (on the reading thread, so
+  // keep it short) or, for a source that does not stream, after it.
+  using FrameReady = std::function<void(uint32_t frame)>;
 
   // `source` is the archive, `frames` its seek table (Index::frames()); both and `cache` must
   // outlive the FrameSource. `on_bad_copy` (optional) hears of every unusable cached copy.
@@ -100,14 +104,19 @@ class FrameSource {
   // Stores checked bytes of `frame` in the cache; best effort (see FrameDataCache::put).
   void store(uint32_t frame, std::span<const std::byte> bytes) const;
 
-  // Bytes [offset, offset + out.size()) of the archive with one read_at. `what` names them in
-  // messages ("frames 3-5"). kCorrupt when the source returns fewer bytes (see the rule above).
-  RangeRead read_range(uint64_t offset, std::span<std::byte> out, const std::string& what) const;
+  // Bytes [offset, offset + out.size()) of the archive with one read_at (read_at_streaming when
+  // `progress` is set). `what` names them in messages ("frames 3-5"). kCorrupt when the source
+  // returns fewer bytes (see the rule above).
+  RangeRead read_range(uint64_t offset, std::span<std::byte> out, const std::string& what, const ReadProgress& progress = {}) const;
   // Frames first..last, back to back in the archive (else kInvalidArgument), into `out` (exactly
   // their bytes) with one read_at, then each checked: RangeRead::frames says which are good.
   // `prefilled`: the first bytes of `out` already hold the archive's bytes (its head, read
   // earlier: format/archive_head.h); only the rest is read.
-  RangeRead read_run(uint32_t first, uint32_t last, std::span<std::byte> out, uint64_t prefilled = 0) const;
+  // With `ready`, the read streams (ByteSource::read_at_streaming) and each frame is checked and
+  // handed to `ready` as soon as its bytes are in, so that the caller can decode it while the rest
+  // of the run arrives; its bytes in `out` are not written again. A frame checked before the read
+  // failed keeps its own status in RangeRead::frames (the frames after it: the read's error).
+  RangeRead read_run(uint32_t first, uint32_t last, std::span<std::byte> out, uint64_t prefilled = 0, const FrameReady& ready = {}) const;
   // Frames first..last into `out` (exactly the bytes from the first frame's start to the last
   // one's end), each at its offset from the first: from the cache when it holds a good copy, the
   // misses merged into one range per contiguous run and read in one read_ranges call (concurrent

@@ -547,19 +547,13 @@ void FrameFetcher::process_run(const std::vector<uint32_t>& run, const std::vect
     const uint64_t offset = frames_[missing[first]].compressed_offset;
     ByteBuffer buf(source.span_bytes(missing[first], missing[end - 1]));  // the read writes every byte
     std::vector<uint32_t> to_cache;
-    const format::RangeRead got = source.read_run(missing[first], missing[end - 1],
-                                                  std::as_writable_bytes(std::span(buf.data(), buf.size())));
-    counters_.store_range_reads.fetch_add(1, std::memory_order_relaxed);
-    counters_.store_bytes.fetch_add(got.bytes_read, std::memory_order_relaxed);
-    if (background) counters_.fill_bytes.fetch_add(got.bytes_read, std::memory_order_relaxed);
-    const Status& failed = got.status;
     auto bytes_of = [&](uint32_t f) {
       return std::as_bytes(std::span(buf.data() + (frames_[f].compressed_offset - offset), frames_[f].compressed_size));
     };
-    // `cached`: the chunk cache has it already (store_unwanted put it there): a second put
-    // would write the blob again (on a nearly full disk, past the room the cache must leave).
-    auto deliver = [&](uint32_t f, bool cached = false) {
-      const Status& checked = got.frames[f - missing[first]];  // the read's failure, or the frame's check
+    // `checked`: the read's failure, or the frame's check. `cached`: the chunk cache has it
+    // already (store_unwanted put it there): a second put would write the blob again (on a nearly
+    // full disk, past the room the cache must leave).
+    auto deliver = [&](uint32_t f, const Status& checked, bool cached = false) {
       Result<FetchedFrame> out = checked;
       if (checked.ok()) {
         auto decoded = buffers_.decode(frames_[f], f, bytes_of(f));
@@ -575,20 +569,38 @@ void FrameFetcher::process_run(const std::vector<uint32_t>& run, const std::vect
       if (!out.ok()) log_fetch_error(f, out.error());
       complete(f, seq_of[f], out);
     };
+    // A frame that is wanted (a reader waits for it, or it is kept in memory) is delivered as
+    // soon as its bytes are in and checked, while the rest of the run still arrives (read_run's
+    // `ready`, on this thread): a reader waiting on the first frames of a readahead or fill run
+    // no longer waits for the run's last byte. Fill frames nobody wants wait for the run's end.
+    std::vector<char> delivered(end - first, 0);
+    auto ready = [&](uint32_t f) {
+      if (store_only && !keep_if_room(f, seq_of[f]) && want(f, seq_of[f], false) != Want::kWanted) return;
+      delivered[f - missing[first]] = 1;
+      deliver(f, Status());
+    };
+    const format::RangeRead got = source.read_run(missing[first], missing[end - 1],
+                                                  std::as_writable_bytes(std::span(buf.data(), buf.size())), 0, ready);
+    counters_.store_range_reads.fetch_add(1, std::memory_order_relaxed);
+    counters_.store_bytes.fetch_add(got.bytes_read, std::memory_order_relaxed);
+    if (background) counters_.fill_bytes.fetch_add(got.bytes_read, std::memory_order_relaxed);
+    const Status& failed = got.status;
     // Fill frames nobody waits for are stored after the run's wanted frames are delivered: a
     // reader waiting on a frame late in a fill run does not wait for the blob writes before it.
     std::vector<uint32_t> fill_only;
     for (size_t k = first; k < end; ++k) {
       const uint32_t f = missing[k];
+      if (delivered[k - first]) continue;
+      const Status& checked = got.frames[k - first];
       if (store_only && failed.ok() && !keep_if_room(f, seq_of[f]) && want(f, seq_of[f], false) != Want::kWanted) {
         fill_only.push_back(f);
       } else {
-        deliver(f);
+        deliver(f, checked);
       }
     }
     for (uint32_t f : fill_only) {
       const Stored stored = store_unwanted(f, seq_of[f], bytes_of(f), background);
-      if (stored != Stored::kDone) deliver(f, stored == Stored::kStoredButWanted);  // wanted meanwhile
+      if (stored != Stored::kDone) deliver(f, got.frames[f - missing[first]], stored == Stored::kStoredButWanted);  // wanted meanwhile
     }
     // The chunk cache is written after the waiters have their frames: a blob write and an LMDB
     // commit are disk work a reader should not wait for.

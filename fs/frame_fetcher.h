@@ -14,8 +14,10 @@
 //    moves the fill's queued frames just after it to the front (`fill_follow_frames`).
 //  - A worker that takes frame N also takes the queued frames of the same priority adjacent to
 //    it (N+1, N+2, ..., N-1, ...) up to `merge_bytes` of compressed data (`merge_bytes_on_demand`
-//    for on-demand frames, whose readers wait for the whole run), looks each up in the chunk cache, and reads
-//    the missing ones with one range read per contiguous run.
+//    for on-demand frames), looks each up in the chunk cache, and reads the missing ones with one
+//    range read per contiguous run. The read streams: a frame someone waits for (or keeps in
+//    memory) is checked, decoded and handed on as soon as its bytes are in, on the worker, while
+//    the rest of the run arrives (format::FrameSource::read_run's `ready`).
 //  - Every frame is verified by FrameBuffers::decode (XXH3-128 of the compressed bytes against
 //    FrameInfo::digest, then decompression into a recycled buffer and the seek-table checksum,
 //    fs/frame_buffers.h) before it is

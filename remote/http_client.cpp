@@ -58,6 +58,7 @@ size_t on_body(char* data, size_t size, size_t n, void* user) {
     }
     std::memcpy(t->request->sink.data() + got, data, len);
     got += len;
+    if (status == 206 && t->request->on_sink_progress) t->request->on_sink_progress(got);
     return len;
   }
   auto& body = t->response->body;

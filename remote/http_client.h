@@ -12,6 +12,7 @@
 
 #include <atomic>
 #include <cstddef>
+#include <functional>
 #include <mutex>
 #include <span>
 #include <string>
@@ -37,6 +38,9 @@ struct HttpRequest {
   // server that ignored their Range (a 200 carries the whole size in Content-Length).
   bool overflow_ok = false;
   size_t max_body_bytes = 32 << 20;  // cap on a body collected into HttpResponse::body
+  // Optional: told the bytes in `sink` so far after each piece of a 206 body lands there (a
+  // ranged reply; never for other statuses, whose bytes may not be the range asked for).
+  std::function<void(size_t)> on_sink_progress = {};
 };
 
 struct HttpResponse {

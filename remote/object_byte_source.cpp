@@ -41,29 +41,35 @@ Result<std::shared_ptr<ObjectByteSource>> ObjectByteSource::from_tail(std::share
   return src;
 }
 
-Result<size_t> ObjectByteSource::fetch(uint64_t offset, std::span<std::byte> out) const {
+Result<size_t> ObjectByteSource::fetch(uint64_t offset, std::span<std::byte> out, const ReadProgress& progress) const {
   if (offset >= info_.size || out.empty()) return size_t{0};
   size_t want = static_cast<size_t>(std::min<uint64_t>(out.size(), info_.size - offset));
   uint64_t tail_start = info_.size - tail_.size();
   if (offset >= tail_start) {
     std::memcpy(out.data(), tail_.data() + (offset - tail_start), want);
+    if (progress) progress(want);
     return want;
   }
   // A read reaching into the tail (an index larger than the tail read at open) asks the store
   // only for the bytes before it.
   const size_t from_store = static_cast<size_t>(std::min<uint64_t>(want, tail_start - offset));
   if (from_store < want) std::memcpy(out.data() + from_store, tail_.data(), want - from_store);
-  RangeRequest req{info_.key, offset, from_store, info_.etag};
+  RangeRequest req{info_.key, offset, from_store, info_.etag, progress};
   requests_.fetch_add(1);
   LC_ASSIGN_OR_RETURN(size_t n, store_->get_range(req, out.first(from_store)));
   bytes_fetched_.fetch_add(n);
   if (n != from_store)
     return Status(ErrorCode::kUnavailable, describe() + ": short read at " + std::to_string(offset) + ": " + std::to_string(n) + " of " +
                                                std::to_string(from_store) + " bytes");
+  if (progress) progress(want);
   return want;
 }
 
 Result<size_t> ObjectByteSource::read_at(uint64_t offset, std::span<std::byte> out) const { return fetch(offset, out); }
+
+Result<size_t> ObjectByteSource::read_at_streaming(uint64_t offset, std::span<std::byte> out, const ReadProgress& progress) const {
+  return fetch(offset, out, progress);
+}
 
 Status ObjectByteSource::read_ranges(std::span<ReadRequest> requests) const {
   // Clip to the object, then order by offset so neighbours can be merged.

@@ -49,6 +49,8 @@ class ObjectByteSource final : public ByteSource {
 
   uint64_t size() const override { return info_.size; }
   Result<size_t> read_at(uint64_t offset, std::span<std::byte> out) const override;
+  // The GET's bytes are told as its body comes (RangeRequest::on_progress).
+  Result<size_t> read_at_streaming(uint64_t offset, std::span<std::byte> out, const ReadProgress& progress) const override;
   Status read_ranges(std::span<ReadRequest> requests) const override;
   std::string describe() const override { return store_->describe() + "/" + info_.key; }
 
@@ -68,7 +70,8 @@ class ObjectByteSource final : public ByteSource {
   ObjectByteSource(std::shared_ptr<ObjectStore> store, ObjectInfo info, ObjectByteSourceConfig config)
       : store_(std::move(store)), info_(std::move(info)), config_(config) {}
   // One GET of [offset, offset + out.size()), clipped to the object; fails on a short reply.
-  Result<size_t> fetch(uint64_t offset, std::span<std::byte> out) const;
+  // `progress` (optional) is told the bytes in as they come.
+  Result<size_t> fetch(uint64_t offset, std::span<std::byte> out, const ReadProgress& progress = {}) const;
 
   std::shared_ptr<ObjectStore> store_;
   ObjectInfo info_;

@@ -47,6 +47,11 @@ struct RangeRequest {
   uint64_t offset = 0;
   uint64_t length = 0;   // must be > 0
   std::string if_match;  // empty: unpinned; else a replaced object gives kPreconditionFailed
+  // Optional: told, as a reply that is the requested range comes in, how many bytes of `out`
+  // from its start are in (ReadProgress in common/byte_source.h: only grows, never rewritten by
+  // this call). A store that does not stream (the local directory) never calls it. A store that
+  // retries (RetryingObjectStore) asks again only for the bytes not told yet.
+  std::function<void(size_t)> on_progress = {};
 };
 
 // The tail of an object and what identifies it, from one request where the server allows.

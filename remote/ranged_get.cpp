@@ -66,6 +66,9 @@ Result<size_t> checked_range_get(const HttpSender& send, const std::string& url,
   http.headers.emplace_back("Range", "bytes=" + std::to_string(req.offset) + "-" + std::to_string(last));
   if (!req.if_match.empty()) http.headers.emplace_back("If-Match", req.if_match);
   http.sink = out.first(req.length);
+  // A 206's bytes are told as they come; a 206 for another range is refused below, after the
+  // caller was told of bytes that are not its range: it checks what it uses (RangeRequest).
+  http.on_sink_progress = req.on_progress;
   LC_ASSIGN_OR_RETURN(HttpResponse r, send(http, what));
   // 416 for "bytes=a-b" means a >= size: the read is at or past the end (Swift's 416 carries
   // no Content-Range to check that against).

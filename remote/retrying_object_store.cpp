@@ -57,7 +57,24 @@ Result<ObjectInfo> RetryingObjectStore::head(std::string_view key) {
 }
 
 Result<size_t> RetryingObjectStore::get_range(const RangeRequest& req, std::span<std::byte> out) {
-  return retry_result<size_t>(policy_, "GET " + req.key, [&] { return inner_->get_range(req, out); });
+  if (!req.on_progress) return retry_result<size_t>(policy_, "GET " + req.key, [&] { return inner_->get_range(req, out); });
+  // A streamed read: the bytes already told stay as they are (their reader may be using them),
+  // so an attempt after a failure asks only for the rest, into the rest of `out`.
+  size_t told = 0;
+  return retry_result<size_t>(policy_, "GET " + req.key, [&]() -> Result<size_t> {
+    if (told >= req.length) return told;  // all of it came before the failure
+    const size_t base = told;
+    RangeRequest rest = req;
+    rest.offset += base;
+    rest.length -= base;
+    rest.on_progress = [&told, &req, base](size_t filled) {
+      told = base + filled;
+      req.on_progress(told);
+    };
+    auto n = inner_->get_range(rest, out.subspan(base));
+    if (!n.ok()) return n.error();
+    return base + *n;
+  });
 }
 
 Result<TailRead> RetryingObjectStore::get_tail(std::string_view key, uint64_t length, std::span<std::byte> out) {

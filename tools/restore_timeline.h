@@ -7,7 +7,7 @@
 // steps, in order (docs/cli.md):
 //   lookup      the entry is resolved (its HEAD or listing answered: its size is known)
 //   tail        seek table and index read (the first wave of data was already asked for)
-//   first_data  the first part of frame data is in and checked
+//   first_data  the first frame of data is in and checked
 //   last_data   the last part is in and checked (the download's end)
 //   extract     every file, link and directory is in place (the tree renamed into place)
 //   released    the reader, the archive's connections and buffers are freed; after this only the

@@ -139,6 +139,9 @@ Result<size_t> FaultInjectingObjectStore::get_range(const RangeRequest& req, std
   if (!a) return inner_->get_range(req, out);
   LC_RETURN_IF_ERROR(pre_call(StoreOp::kGetRange, index, req.key, *a));
   RangeRequest changed = req;
+  // A faulted reply is damaged after it came in: told as it came, a reader would have been
+  // given the undamaged bytes.
+  changed.on_progress = nullptr;
   if (a->flip_etag) changed.if_match = flipped(req.if_match.empty() ? std::string("\"none\"") : req.if_match);
   auto r = inner_->get_range(changed, out);
   if (!r.ok()) return r;

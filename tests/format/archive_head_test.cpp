@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <utility>
@@ -24,7 +25,8 @@ using namespace lazycache::testing;
 namespace {
 
 // A ByteSource over a file that records every read and can fail or corrupt reads starting
-// below `bad_below`.
+// below `bad_below` (a corrupted read has its middle byte flipped), or, with `corrupt_at` set,
+// flip the archive's byte there in every read that covers it (damage that a read again meets).
 class RecordingSource final : public ByteSource {
  public:
   explicit RecordingSource(std::shared_ptr<const ByteSource> inner) : inner_(std::move(inner)) {}
@@ -36,7 +38,11 @@ class RecordingSource final : public ByteSource {
     }
     if (offset < bad_below && fail && fail_reads.fetch_sub(1) != 0) return Status(ErrorCode::kUnavailable, "injected: store unreachable");
     auto r = inner_->read_at(offset, out);
-    if (r.ok() && offset < bad_below && corrupt && !out.empty() && corrupt_reads.fetch_sub(1) != 0) out[out.size() / 2] ^= std::byte{1};
+    if (r.ok() && corrupt_at != UINT64_MAX) {
+      if (corrupt_at >= offset && corrupt_at < offset + *r) out[corrupt_at - offset] ^= std::byte{1};
+    } else if (r.ok() && offset < bad_below && corrupt && !out.empty() && corrupt_reads.fetch_sub(1) != 0) {
+      out[out.size() / 2] ^= std::byte{1};
+    }
     return r;
   }
   std::string describe() const override { return "recording " + inner_->describe(); }
@@ -46,6 +52,7 @@ class RecordingSource final : public ByteSource {
   }
   uint64_t bad_below = 0;
   bool fail = false, corrupt = false;
+  uint64_t corrupt_at = UINT64_MAX;
   mutable std::atomic<int> corrupt_reads{-1};  // with `corrupt`: how many reads are corrupted (-1: all)
   mutable std::atomic<int> fail_reads{-1};     // with `fail`: how many reads fail (-1: all)
 
@@ -143,7 +150,11 @@ TEST_CASE("the parts a head covers are not read again, and the tree is the sourc
 // takes those bytes from it) is corrupted or fails; the staged target must be gone afterwards.
 static Result<format::ExtractStats> extract_with_bad_head(Fixture& fx, bool corrupt) {
   fx.source->bad_below = 1;
-  (corrupt ? fx.source->corrupt : fx.source->fail) = true;
+  // The damage is the archive's, at the head's middle: every read of those bytes meets it (a
+  // flip in the middle of each read would hit another frame on each read again, and a frame
+  // that came in good once is used).
+  if (corrupt) fx.source->corrupt_at = fx.source->size() / 8;
+  else fx.source->fail = true;
   auto head = std::make_shared<format::ArchiveHead>(fx.source, std::vector<uint64_t>{fx.source->size() / 4});
   fx.open();
   format::ExtractConfig config;

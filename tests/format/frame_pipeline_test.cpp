@@ -5,7 +5,11 @@
 #include <zstd.h>
 #include <catch2/catch.hpp>
 
+#include <chrono>
+#include <condition_variable>
 #include <cstring>
+#include <memory>
+#include <mutex>
 #include <vector>
 
 #include "archive_test_util.h"
@@ -233,4 +237,83 @@ TEST_CASE("decode into a buffer: content and seek-table checksum verified, with 
   std::memcpy(trailing.data() + trailing.size() - 4, &ft.xxh64_low32, 4);  // little-endian host
   ft.digest = xxh3_128(std::as_bytes(std::span<const char>(trailing)));
   CHECK(decode(ft, trailing, out).code() == ErrorCode::kCorrupt);
+}
+
+// ---- frames go to the decoders as their bytes arrive, not when the whole part is in ----
+
+namespace {
+// A local archive whose streamed reads deliver their first half, then wait for open() (at most
+// 10 s) before the rest: a part's first frames are in long before the part is.
+class HalfwayGatedSource final : public ByteSource {
+ public:
+  explicit HalfwayGatedSource(std::shared_ptr<const ByteSource> inner) : inner_(std::move(inner)) {}
+  uint64_t size() const override { return inner_->size(); }
+  Result<size_t> read_at(uint64_t offset, std::span<std::byte> out) const override { return inner_->read_at(offset, out); }
+  Result<size_t> read_at_streaming(uint64_t offset, std::span<std::byte> out, const ReadProgress& progress) const override {
+    const size_t half = out.size() / 2;
+    auto first = inner_->read_at(offset, out.first(half));
+    if (!first.ok()) return first;
+    if (progress) progress(*first);
+    {
+      std::unique_lock lock(mu_);
+      if (!cv_.wait_for(lock, std::chrono::seconds(10), [&] { return open_; })) timed_out_ = true;
+    }
+    auto rest = inner_->read_at(offset + half, out.subspan(half));
+    if (!rest.ok()) return rest;
+    if (progress) progress(half + *rest);
+    return half + *rest;
+  }
+  std::string describe() const override { return "gated " + inner_->describe(); }
+  void open() {
+    std::lock_guard lock(mu_);
+    open_ = true;
+    cv_.notify_all();
+  }
+  bool timed_out() const {
+    std::lock_guard lock(mu_);
+    return timed_out_;
+  }
+
+ private:
+  std::shared_ptr<const ByteSource> inner_;
+  mutable std::mutex mu_;
+  mutable std::condition_variable cv_;
+  bool open_ = false;
+  mutable bool timed_out_ = false;
+};
+}  // namespace
+
+TEST_CASE("a part's first frames are decoded and taken while the rest of the part is still on its way", "[unit]") {
+  using namespace lazycache::testing;
+  TempDir src, work;
+  REQUIRE(::mkdir((src / "r").c_str(), 0755) == 0);
+  for (int i = 0; i < 8; ++i) write_file(src / ("r/f" + std::to_string(i)), pattern(200u << 10, static_cast<uint64_t>(i)));
+  lazycache::format::PackConfig pc;
+  pc.frame_size_bytes = 128u << 10;
+  pack_paths(src.path(), {"r"}, work / "a.tar.zst", pc);
+  auto local = LocalFileSource::open(work / "a.tar.zst");
+  REQUIRE(local.ok());
+  auto gated = std::make_shared<HalfwayGatedSource>(std::shared_ptr<const ByteSource>(std::move(local).value()));
+  auto opened = ArchiveReader::open(gated);
+  REQUIRE(opened.ok());
+  auto reader = std::move(opened).value();
+  const size_t n = reader->index().frames().size();
+  REQUIRE(n >= 8);
+  std::vector<uint32_t> all(n);
+  for (uint32_t i = 0; i < n; ++i) all[i] = i;
+  // One read of the whole archive's frames: without streaming, nothing could be taken before the
+  // gate opens.
+  FramePipeline pipe(*reader, all, choose_fetch_plan(0, 256u << 20, 1, 1ull << 30), 256u << 20, 2);
+  REQUIRE(pipe.part_count() == 1);
+  auto first = pipe.take(0);
+  const bool taken_before_open = !gated->timed_out();
+  gated->open();
+  REQUIRE(first.ok());
+  CHECK(taken_before_open);
+  CHECK(**first == *reader->read_frame(0));
+  for (size_t seq = 1; seq < n; ++seq) {
+    auto frame = pipe.take(seq);
+    REQUIRE(frame.ok());
+    CHECK(**frame == *reader->read_frame(static_cast<uint32_t>(seq)));
+  }
 }

@@ -5,7 +5,9 @@
 // caches that hold, miss, fail and lie. One test per rule of the header.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -308,4 +310,122 @@ TEST_CASE("frame source: contiguous_runs cuts at gaps in numbers and in the arch
   gap[5].compressed_offset += 1;
   CHECK(contiguous_runs(gap, list).size() == 3);
   CHECK(contiguous_runs(a.frames, std::vector<uint32_t>{}).empty());
+}
+
+namespace {
+
+// A source that delivers a read in pieces of `piece` bytes, telling its ReadProgress after each,
+// and records how far it had got each time a frame was handed on; `fail_after` ends a read with
+// kUnavailable once that many bytes of it are in.
+class StreamingSource final : public ByteSource {
+ public:
+  StreamingSource(std::string bytes, size_t piece) : bytes_(std::move(bytes)), piece_(piece) {}
+  uint64_t size() const override { return bytes_.size(); }
+  Result<size_t> read_at(uint64_t offset, std::span<std::byte> out) const override { return read_at_streaming(offset, out, {}); }
+  Result<size_t> read_at_streaming(uint64_t offset, std::span<std::byte> out, const ReadProgress& progress) const override {
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(out.size(), bytes_.size() - std::min<uint64_t>(offset, bytes_.size())));
+    for (size_t done = 0; done < n;) {
+      if (done >= fail_after) return Status(ErrorCode::kUnavailable, "connection lost");
+      const size_t k = std::min(piece_, n - done);
+      std::memcpy(out.data() + done, bytes_.data() + offset + done, k);
+      done += k;
+      in = done;
+      if (progress) progress(done);
+    }
+    return n;
+  }
+  std::string describe() const override { return "streaming test archive"; }
+
+  size_t fail_after = SIZE_MAX;
+  mutable size_t in = 0;  // bytes of the current read delivered so far
+
+ private:
+  std::string bytes_;
+  size_t piece_;
+};
+
+}  // namespace
+
+TEST_CASE("frame source: with `ready`, each frame is handed on as soon as its bytes are in, once, in order", "[unit]") {
+  Archive a(6);
+  StreamingSource src(a.bytes, 500);
+  FrameSource fs(src, a.frames, no_frame_cache());
+  std::string out(fs.span_bytes(0, 5), '\0');
+  std::vector<uint32_t> handed;
+  std::vector<size_t> in_when_handed;
+  auto run = fs.read_run(0, 5, writable(out), 0, [&](uint32_t f) {
+    handed.push_back(f);
+    in_when_handed.push_back(src.in);
+  });
+  REQUIRE(run.status.ok());
+  CHECK(handed == std::vector<uint32_t>{0, 1, 2, 3, 4, 5});
+  for (size_t f = 0; f < 6; ++f) {
+    CHECK(run.frames[f].ok());
+    // Handed within one piece of its own end, long before the run's end for the early frames.
+    const uint64_t end = a.frames[f].compressed_offset + a.frames[f].compressed_size;
+    CHECK(in_when_handed[f] >= end);
+    CHECK(in_when_handed[f] < end + 500);
+  }
+  CHECK(out == a.bytes);
+}
+
+TEST_CASE("frame source: with `ready`, a damaged frame is not handed on, the others are", "[unit]") {
+  Archive a(4);
+  std::string damaged = a.bytes;
+  damaged[a.frames[1].compressed_offset + 10] ^= 0x20;
+  StreamingSource src(damaged, 700);
+  FrameSource fs(src, a.frames, no_frame_cache());
+  std::string out(fs.span_bytes(0, 3), '\0');
+  std::vector<uint32_t> handed;
+  auto run = fs.read_run(0, 3, writable(out), 0, [&](uint32_t f) { handed.push_back(f); });
+  REQUIRE(run.status.ok());
+  CHECK(handed == std::vector<uint32_t>{0, 2, 3});
+  CHECK(run.frames[1].code() == ErrorCode::kCorrupt);
+}
+
+TEST_CASE("frame source: with `ready`, frames in before a read fails keep their status; the rest get the error", "[unit]") {
+  Archive a(4);
+  StreamingSource src(a.bytes, 300);
+  src.fail_after = a.frames[2].compressed_offset;  // frames 0 and 1 are in, then the connection drops
+  FrameSource fs(src, a.frames, no_frame_cache());
+  std::string out(fs.span_bytes(0, 3), '\0');
+  std::vector<uint32_t> handed;
+  auto run = fs.read_run(0, 3, writable(out), 0, [&](uint32_t f) { handed.push_back(f); });
+  CHECK(run.status.code() == ErrorCode::kUnavailable);
+  CHECK(handed == std::vector<uint32_t>{0, 1});
+  CHECK(run.frames[0].ok());
+  CHECK(run.frames[1].ok());
+  CHECK(run.frames[2].code() == ErrorCode::kUnavailable);
+  CHECK(run.frames[3].code() == ErrorCode::kUnavailable);
+}
+
+TEST_CASE("frame source: with `ready` and a prefilled head, the head's frames go first, before any read", "[unit]") {
+  Archive a(4);
+  StreamingSource src(a.bytes, 400);
+  FrameSource fs(src, a.frames, no_frame_cache());
+  std::string out(fs.span_bytes(0, 3), '\0');
+  const uint64_t head = a.frames[2].compressed_offset + 5;  // frames 0 and 1, and 5 bytes of frame 2
+  std::memcpy(out.data(), a.bytes.data(), head);
+  std::vector<uint32_t> handed;
+  std::vector<size_t> in_when_handed;
+  auto run = fs.read_run(0, 3, writable(out), head, [&](uint32_t f) {
+    handed.push_back(f);
+    in_when_handed.push_back(src.in);
+  });
+  REQUIRE(run.status.ok());
+  CHECK(handed == std::vector<uint32_t>{0, 1, 2, 3});
+  CHECK(in_when_handed[0] == 0);  // before the source sent a byte
+  CHECK(in_when_handed[1] == 0);
+  CHECK(out == a.bytes);
+}
+
+TEST_CASE("frame source: without `ready`, a failed read fails every frame, as before", "[unit]") {
+  Archive a(3);
+  StreamingSource src(a.bytes, 300);
+  src.fail_after = a.frames[2].compressed_offset;
+  FrameSource fs(src, a.frames, no_frame_cache());
+  std::string out(fs.span_bytes(0, 2), '\0');
+  auto run = fs.read_run(0, 2, writable(out));
+  CHECK(run.status.code() == ErrorCode::kUnavailable);
+  for (const Status& s : run.frames) CHECK(s.code() == ErrorCode::kUnavailable);
 }

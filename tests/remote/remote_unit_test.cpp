@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Unit tests of the pure parts of remote/: store URLs, cache-key naming and resolution, the
 // upload plan, backoff, AWS config files, ObjectByteSource merging, UploadSink. No network.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
@@ -220,6 +221,62 @@ TEST_CASE("backoff: full jitter under an exponential cap", "[unit]") {
     CHECK(RetryPolicy::backoff_ms(c, attempt, ~0ull) <= cap);
     CHECK(RetryPolicy::backoff_ms(c, attempt, static_cast<uint64_t>(cap)) == cap);
   }
+}
+
+namespace {
+// A store whose first streamed GET delivers `cut` bytes, tells them, and then loses its
+// connection; it records every range asked for.
+class DroppingStore final : public ObjectStoreWrapper {
+ public:
+  DroppingStore(std::shared_ptr<ObjectStore> inner, size_t cut) : ObjectStoreWrapper(std::move(inner)), cut_(cut) {}
+  Result<size_t> get_range(const RangeRequest& req, std::span<std::byte> out) override {
+    asked.emplace_back(req.offset, req.length);
+    if (asked.size() == 1) {
+      RangeRequest first = req;
+      first.length = cut_;
+      first.on_progress = nullptr;
+      auto n = ObjectStoreWrapper::get_range(first, out.first(cut_));
+      if (!n.ok()) return n;
+      if (req.on_progress) req.on_progress(*n);
+      return Status(ErrorCode::kUnavailable, "connection lost after " + std::to_string(*n) + " bytes");
+    }
+    return ObjectStoreWrapper::get_range(req, out);
+  }
+  std::vector<std::pair<uint64_t, uint64_t>> asked;
+
+ private:
+  size_t cut_;
+};
+}  // namespace
+
+TEST_CASE("RetryingObjectStore: a streamed read that failed midway asks again only for what it was not told", "[unit]") {
+  auto memory = std::make_shared<MemoryObjectStore>();
+  const std::string data = test::ramp(3, 0, 10000);
+  memory->put_bytes("k", data);
+  auto dropping = std::make_shared<DroppingStore>(memory, 3000);
+  RetryingObjectStore retrying(dropping, RetryConfig{5, 1, 5, 10000});
+  std::string buf(6000, '\0');
+  std::vector<size_t> told;
+  RangeRequest req{"k", 1000, 6000, ""};
+  req.on_progress = [&](size_t filled) { told.push_back(filled); };
+  auto n = retrying.get_range(req, std::as_writable_bytes(std::span<char>(buf)));
+  REQUIRE(n.ok());
+  CHECK(*n == 6000);
+  CHECK(buf == data.substr(1000, 6000));
+  REQUIRE(dropping->asked.size() == 2);
+  CHECK(dropping->asked[1] == std::pair<uint64_t, uint64_t>{4000, 3000});  // the rest, not the whole range again
+  // Told the first attempt's 3000 bytes; the memory store does not stream, so nothing after
+  // (what a caller reads then is the returned count).
+  CHECK(told == std::vector<size_t>{3000});
+  CHECK(retrying.policy().retries() == 1);
+  // Without a progress callback, a retry asks for the whole range again.
+  auto again = std::make_shared<DroppingStore>(memory, 3000);
+  RetryingObjectStore plain(again, RetryConfig{5, 1, 5, 10000});
+  auto m = plain.get_range(RangeRequest{"k", 1000, 6000, ""}, std::as_writable_bytes(std::span<char>(buf)));
+  REQUIRE(m.ok());
+  REQUIRE(again->asked.size() == 2);
+  CHECK(again->asked[1] == std::pair<uint64_t, uint64_t>{1000, 6000});
+  CHECK(buf == data.substr(1000, 6000));
 }
 
 TEST_CASE("RetryingObjectStore retries kUnavailable only", "[unit]") {

@@ -2,6 +2,7 @@
 // Retries, stalls and concurrency observed over real HTTP, through tests/tools/fault_proxy.py:
 //   [faults]        the read-only HTTP store against the proxy serving a directory
 //   [swift-faults]  the S3 store against the proxy in front of Swift (ctest fixture "swift")
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <filesystem>
@@ -60,6 +61,20 @@ TEST_CASE("retries over HTTP: 503, 429, reset, stall; wrong ranges are not retri
     proxy.set_plan(R"([{"method": "GET", "matches": [1, 1], "fault": "reset", "after_bytes": 1000}])");
     CHECK(get(store, "obj", 0, kMiB) == data.substr(0, kMiB));
     CHECK(store.policy().retries() == 1);
+  }
+  SECTION("a streamed read reset mid-body: told as it came, then resumed where it stopped") {
+    proxy.set_plan(R"([{"method": "GET", "matches": [1, 1], "fault": "reset", "after_bytes": 300000}])");
+    std::string out(kMiB, '\0');
+    std::vector<size_t> told;
+    RangeRequest req{"obj", 0, kMiB, ""};
+    req.on_progress = [&](size_t filled) { told.push_back(filled); };
+    auto n = store.get_range(req, std::as_writable_bytes(std::span<char>(out)));
+    REQUIRE(n.ok());
+    CHECK(out == data.substr(0, kMiB));
+    CHECK(store.policy().retries() == 1);
+    REQUIRE(told.size() > 2);  // more than once per attempt: the body was told as it came
+    CHECK(std::is_sorted(told.begin(), told.end()));
+    CHECK(told.back() == kMiB);
   }
   SECTION("stalled body: low-speed timeout, then success") {
     proxy.set_plan(R"([{"method": "GET", "matches": [1, 1], "fault": "stall", "after_bytes": 100, "seconds": 5, "then": "close"}])");
