@@ -108,12 +108,15 @@ struct FetcherConfig {
   // cap each connection's bandwidth) and that a reader who catches up with a readahead run does
   // not wait for much more than its frame.
   uint64_t merge_bytes = 4ull << 20;
-  // 1 MiB for runs of on-demand frames: a reader waits for its whole run, so it stays about one
+  // 1 MiB for runs of on-demand frames: a reader waits for the frames before its own in the run
+  // (delivered as they arrive since ee382cc; the whole run before that), so it stays about one
   // frame or two at the default frame size (many readers of neighbouring frames still merge).
+  // Not measured again since the runs stream.
   uint64_t merge_bytes_on_demand = 1ull << 20;
-  // 2 MiB for fill runs (prefetch and background priority): a reader who needs a frame of a fill
-  // run in flight waits for the whole run, and unmount waits for the runs in flight; 2 MiB is
-  // ~25 ms on a hosted link's connection, and still large against its 20 ms round trip.
+  // 2 MiB for fill runs (prefetch and background priority): a reader who joins a fill run in
+  // flight waits for its frame's bytes (or the run's end, when they had come before it joined),
+  // and unmount waits for the runs in flight; 2 MiB is ~25 ms on a hosted link's connection, and
+  // still large against its 20 ms round trip.
   uint64_t merge_bytes_background = 2ull << 20;
   // Fill buffers in flight may take at most this much of the memory budget (evicting in-memory
   // frames for it); 0: a quarter of the budget (set by Filesystem).
