@@ -289,13 +289,19 @@ void Filesystem::hand_to_page_cache(uint32_t frame, const FramePtr& bytes, bool 
   if (bytes->size() != info.uncompressed_size) return;
   auto it = std::lower_bound(files_by_offset_.begin(), files_by_offset_.end(), begin,
                              [](const FileSpan& f, uint64_t offset) { return f.data_offset < offset; });
-  // A file that begins in an earlier frame and reaches into this one still needs the frame.
-  bool all_taken = it == files_by_offset_.begin() || std::prev(it)->data_offset + std::prev(it)->size <= begin;
+  // A file that begins in an earlier frame and reaches into this one still needs the frame (its
+  // straddling page, should the kernel drop a page, and readers of its pages not handed off).
+  bool all_taken = true;
+  if (it != files_by_offset_.begin() && std::prev(it)->data_offset + std::prev(it)->size > begin) {
+    all_taken = false;
+    queue_split_part(*std::prev(it), begin, end, bytes);
+  }
   uint64_t taken = 0;
   bool refused = false;  // a file the kernel was told of did not go (its inode not made yet)
   for (; it != files_by_offset_.end() && it->data_offset < end; ++it) {
     if (it->data_offset + it->size > end) {  // reaches into the next frame
       all_taken = false;
+      queue_split_part(*it, begin, end, bytes);
       break;
     }
     const std::span<const char> content(bytes->data() + (it->data_offset - begin), it->size);
@@ -304,7 +310,7 @@ void Filesystem::hand_to_page_cache(uint32_t frame, const FramePtr& bytes, bool 
     // again (the kernel may have dropped the pages of the file being read).
     if (ahead && handed_[it->id].load(std::memory_order_relaxed) == kTaken) continue;
     if (described_[it->id].load(std::memory_order_relaxed)) {
-      for (auto& [owner, sink] : sinks_) took = sink(it->id, content) || took;  // every mount of the archive
+      for (auto& [owner, sink] : sinks_) took = sink(it->id, 0, content) || took;  // every mount of the archive
       refused = refused || !took;
     }
     if (took) handed_[it->id].store(kTaken, std::memory_order_relaxed);
@@ -326,6 +332,38 @@ void Filesystem::hand_to_page_cache(uint32_t frame, const FramePtr& bytes, bool 
     // decode right behind the walk's listing), and the file's open hands it off late from here.
     memory_.drop(frame);
   }
+}
+
+void Filesystem::queue_split_part(const FileSpan& f, uint64_t begin, uint64_t end, const FramePtr& bytes) {
+  if (!described_[f.id].load(std::memory_order_relaxed)) return;
+  split_hand_offs_.push(bytes->size(), [this, f, begin, end, bytes] { hand_split_part(f, begin, end, bytes); });
+}
+
+bool Filesystem::reading(uint64_t begin, uint64_t end) {
+  std::lock_guard lock(ops_mu_);
+  for (const auto& [id, weak] : ops_) {
+    const std::shared_ptr<ReadOp> op = weak.lock();
+    if (op != nullptr && op->stream_offset < end && begin < op->stream_offset + op->length) return true;
+  }
+  return false;
+}
+
+void Filesystem::hand_split_part(const FileSpan& f, uint64_t begin, uint64_t end, const FramePtr& bytes) {
+  // Not while a READ of the file is unanswered: the kernel holds that READ's pages locked until
+  // the daemon answers, a store into them waits uninterruptibly, and a daemon killed meanwhile
+  // could never exit (its own thread would hold /dev/fuse open; seen in kill9_test). That READ
+  // brings its pages itself.
+  if (reading(f.data_offset, f.data_offset + f.size)) return;
+  std::shared_lock lock(sinks_mu_);
+  if (sinks_.empty()) return;
+  const uint64_t from = std::max(begin, f.data_offset), to = std::min(end, f.data_offset + f.size);
+  const std::span<const char> part(bytes->data() + (from - begin), to - from);
+  const size_t taken = split_pages_.add(f.id, f.size, from - f.data_offset, part, [&](uint64_t offset, std::span<const char> piece) {
+    bool took = false;
+    for (auto& [owner, sink] : sinks_) took = sink(f.id, offset, piece) || took;
+    return took;
+  });
+  split_pieces_to_page_cache_.fetch_add(taken, std::memory_order_relaxed);
 }
 
 void Filesystem::note_known(EntryId id) {
@@ -370,6 +408,7 @@ void Filesystem::late_hand_off_loop(std::stop_token stop) {
 }
 
 void Filesystem::wait_late_hand_offs() {
+  split_hand_offs_.wait_idle();
   std::unique_lock lock(late_mu_);
   late_done_cv_.wait(lock, [this] { return late_pending_ == 0 || late_thread_.get_stop_token().stop_requested(); });
 }
@@ -383,7 +422,7 @@ void Filesystem::hand_off_late(EntryId id) {
   if (bytes != nullptr && bytes->size() == info.uncompressed_size) {
     const std::span<const char> content(bytes->data() + (e.data_offset - info.uncompressed_offset), e.size);
     std::shared_lock lock(sinks_mu_);
-    for (auto& [owner, sink] : sinks_) took = sink(id, content) || took;
+    for (auto& [owner, sink] : sinks_) took = sink(id, 0, content) || took;
   }
   // Not taken (the frame went, a writable mount's gate refused it, or the kernel had not made
   // the inode yet: a lookup's reply is sent before the kernel's thread instantiates it): a later
@@ -414,6 +453,7 @@ bool Filesystem::frame_wholly_taken(uint32_t frame) const {
 }
 
 Filesystem::~Filesystem() {
+  split_hand_offs_.stop();
   late_thread_.request_stop();
   late_cv_.notify_all();
   if (late_thread_.joinable()) late_thread_.join();
@@ -808,6 +848,7 @@ MountStats Filesystem::stats() const {
   s.files_to_page_cache = files_to_page_cache_.load(std::memory_order_relaxed);
   s.frames_to_page_cache = frames_to_page_cache_.load(std::memory_order_relaxed);
   s.files_to_page_cache_late = files_to_page_cache_late_.load(std::memory_order_relaxed);
+  s.split_pieces_to_page_cache = split_pieces_to_page_cache_.load(std::memory_order_relaxed);
   s.fetch_errors = c.fetch_errors.load();
   s.files_opened = files_opened_.load();
   s.open_handles = open_handles_.load();

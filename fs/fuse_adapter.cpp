@@ -404,14 +404,14 @@ void FuseMount::start() {
   // writable mount's filter refuses files whose bytes are not the archive's any more). Before the
   // kernel's INIT, notify_store fails (ENOSYS) and the file is simply not taken.
   if (handoff_fs_ != nullptr) {
-    handoff_fs_->add_page_cache_sink(this, [this](EntryId id, std::span<const char> content) {
-      return handoff_filter_(id, [this, content](uint64_t ino) {
+    handoff_fs_->add_page_cache_sink(this, [this](EntryId id, uint64_t offset, std::span<const char> content) {
+      return handoff_filter_(id, [this, offset, content](uint64_t ino) {
         fuse_bufvec buf{};  // what FUSE_BUFVEC_INIT makes (a C compound literal): one memory buffer
         buf.count = 1;
         buf.buf[0].size = content.size();
         buf.buf[0].mem = const_cast<char*>(content.data());
         buf.buf[0].fd = -1;
-        return fuse_lowlevel_notify_store(session_, ino, 0, &buf, static_cast<fuse_buf_copy_flags>(0)) == 0;
+        return fuse_lowlevel_notify_store(session_, ino, static_cast<off_t>(offset), &buf, static_cast<fuse_buf_copy_flags>(0)) == 0;
       });
     });
   }

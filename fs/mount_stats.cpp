@@ -45,6 +45,7 @@ void for_each_field(S& s, F&& f) {
   f("files_to_page_cache", s.files_to_page_cache);
   f("frames_to_page_cache", s.frames_to_page_cache);
   f("files_to_page_cache_late", s.files_to_page_cache_late);
+  f("split_pieces_to_page_cache", s.split_pieces_to_page_cache);
   f("fetch_errors", s.fetch_errors);
   f("files_opened", s.files_opened);
   f("open_handles", s.open_handles);

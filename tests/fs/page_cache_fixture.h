@@ -5,6 +5,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
 #include <atomic>
 #include <cstdint>
 #include <map>
@@ -20,21 +22,28 @@
 
 namespace lazycache::testing {
 
-// What the sinks were given: the last bytes offered per file (taken or not), the files taken,
+// What the sinks were given: the last bytes offered per file whole (taken or not), the files
+// taken whole, the pieces of files that span frames (offset -> the last bytes offered there),
 // and how many calls. `take` false: the kernel refuses (an inode it does not know yet).
 struct PageCacheRecorder {
   std::mutex mu;
   std::map<format::EntryId, std::string> got;
   std::set<format::EntryId> taken;
+  std::map<format::EntryId, std::map<uint64_t, std::string>> pieces;
   uint64_t calls = 0;
   std::atomic<bool> take{true};
 
-  fs::PageCacheSink sink() {
-    return [this](format::EntryId id, std::span<const char> content) {
+  // `index`: the archive's (a whole file is an offer of all of its bytes).
+  fs::PageCacheSink sink(const format::Index& index) {
+    return [this, &index](format::EntryId id, uint64_t offset, std::span<const char> bytes) {
       std::lock_guard lock(mu);
       ++calls;
-      got[id].assign(content.data(), content.size());
-      if (take) taken.insert(id);
+      if (offset == 0 && bytes.size() == index.entry(id).size) {
+        got[id].assign(bytes.data(), bytes.size());
+        if (take) taken.insert(id);
+      } else {
+        pieces[id][offset].assign(bytes.data(), bytes.size());
+      }
       return take.load();
     };
   }
@@ -96,6 +105,27 @@ struct PageCacheMount {
       u.shared_with_neighbour = u.shared_with_neighbour || a < begin || b > end;
     }
     return u;
+  }
+  // The pieces `rec` was offered of `id`, a file that spans frames: each starts on a page
+  // boundary and is whole pages (or ends the file), none overlaps another, each holds the file's
+  // bytes; with `complete` (every frame of the file was decoded) they are all of the file.
+  void check_pieces(PageCacheRecorder& rec, format::EntryId id, bool complete = true) const {
+    INFO(index().path(id));
+    fs->wait_late_hand_offs();  // they run on a thread of their own
+    const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+    const std::string want = content(id);
+    std::lock_guard lock(rec.mu);
+    if (!complete && !rec.pieces.contains(id)) return;
+    REQUIRE(rec.pieces.contains(id));
+    uint64_t next = 0;
+    for (const auto& [offset, bytes] : rec.pieces.at(id)) {
+      CHECK(offset % page == 0);
+      CHECK((complete ? offset == next : offset >= next));
+      CHECK((bytes.size() % page == 0 || offset + bytes.size() == want.size()));
+      CHECK(bytes == want.substr(offset, bytes.size()));
+      next = offset + bytes.size();
+    }
+    if (complete) CHECK(next == want.size());
   }
   bool wholly_in_one_frame(format::EntryId id) const {
     const format::Entry e = index().entry(id);

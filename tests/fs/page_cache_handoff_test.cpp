@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 // The page-cache hand-off (Filesystem::add_page_cache_sink, issue 15): every frame decoded into
-// memory offers the files wholly inside it to the sinks with their exact bytes; a frame whose
+// memory offers the files wholly inside it to the sinks with their exact bytes, and files that
+// span frames as whole pages (fs/split_file_pages.h; not while a read of the file is in flight,
+// and never holding up that read); a frame whose
 // every file was taken is dropped from memory (reads decode it again from the chunk cache, bytes
 // exact), a frame a file reaches into from a neighbour is kept, a refusing sink (the kernel does
 // not know the inode) keeps every frame, a removed sink is never called again, readahead
@@ -10,10 +12,13 @@
 
 #include <fcntl.h>
 
+#include <chrono>
+#include <condition_variable>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "fs/filesystem.h"
@@ -35,7 +40,7 @@ void node_tree(const std::string& root) { testing::make_node_like_tree(root, 40)
 TEST_CASE("decoded frames hand their files to the page cache with exact bytes; frames wholly taken are dropped", "[unit]") {
   Mounted m(node_tree);
   Recorder rec;
-  m.fs->add_page_cache_sink(&rec, rec.sink());
+  m.fs->add_page_cache_sink(&rec, rec.sink(m.fs->index()));
   m.describe_all();
   m.read_all_and_check();
 
@@ -47,7 +52,9 @@ TEST_CASE("decoded frames hand their files to the page cache with exact bytes; f
       CHECK(rec.got.count(id) == 1);  // every file wholly inside a frame was offered
       ++whole_files;
     } else {
-      CHECK(rec.got.count(id) == 0);  // a file spanning frames is never offered (a read serves it)
+      CHECK(rec.got.count(id) == 0);  // a file spanning frames is never offered whole, but as
+      // the whole pages of each frame's part, except while a read of it is in flight (below)
+      m.check_pieces(rec, id, false);
     }
   }
   REQUIRE(whole_files > 50);
@@ -80,7 +87,7 @@ TEST_CASE("a frame a file reaches into from its neighbour is kept in memory", "[
     testing::write_file(root + "/c.txt", "a small file after it\n");
   });
   Recorder rec;
-  m.fs->add_page_cache_sink(&rec, rec.sink());
+  m.fs->add_page_cache_sink(&rec, rec.sink(m.fs->index()));
   m.describe_all();
   REQUIRE(testing::read_whole(*m.fs, "t/big.bin") == m.content(*m.index().lookup_path("t/big.bin")));
   m.fs->wait_prefetch_idle();
@@ -96,6 +103,35 @@ TEST_CASE("a frame a file reaches into from its neighbour is kept in memory", "[
   REQUIRE(m.wholly_in_one_frame(a));
   CHECK(rec.got.count(a) == 1);
   CHECK(rec.got[a] == m.content(a));
+  // Whatever went of big.bin went as exact whole pages (not while its own read was in flight).
+  m.check_pieces(rec, *m.index().lookup_path("t/big.bin"), false);
+}
+
+TEST_CASE("a file cut across two frames decoded while nobody reads it goes to the page cache as whole pages", "[unit]") {
+  // fs/split_file_pages.h: b.bin starts in the frame of a/'s files and ends in the frame of c/'s
+  // (64 KiB frames); reading the small files decodes both frames, and b.bin's parts go as whole
+  // pages, the page straddling the boundary assembled from both.
+  Mounted m([](const std::string& root) {
+    ::mkdir(root.c_str(), 0755);
+    for (const char* sub : {"a", "c"}) {
+      ::mkdir((root + "/" + sub).c_str(), 0755);
+      for (int f = 0; f < (sub[0] == 'a' ? 12 : 20); ++f)
+        testing::write_file(root + "/" + sub + "/f" + std::to_string(f), testing::pattern(2500, static_cast<uint32_t>(f + sub[0])));
+    }
+    testing::write_file(root + "/b.bin", testing::pattern(40000, 5));
+  });
+  Recorder rec;
+  m.fs->add_page_cache_sink(&rec, rec.sink(m.fs->index()));
+  m.describe_all();
+  const format::EntryId b = *m.index().lookup_path("t/b.bin");
+  REQUIRE_FALSE(m.wholly_in_one_frame(b));
+  for (format::EntryId id : m.files()) {
+    if (id != b) REQUIRE(testing::read_whole(*m.fs, m.index().path(id)) == m.content(id));
+  }
+  m.fs->wait_prefetch_idle();
+  m.check_pieces(rec, b);  // all of it
+  CHECK(m.fs->stats().split_pieces_to_page_cache >= 2);
+  CHECK(rec.got.count(b) == 0);
 }
 
 namespace {
@@ -144,6 +180,53 @@ TEST_CASE("a file read sequentially drops the frames behind the reader that hold
   read_pieces(m, offsets);
 }
 
+TEST_CASE("a store of a file's part that waits for a read of that file does not hold up the read's frames", "[unit][concurrency]") {
+  // The kernel locks a READ's pages until the daemon answers it, and a notify_store into them
+  // waits. A read across big.bin's first frame boundary needs both frames, which one range read
+  // brings: the hand-off of the first frame's part must neither run on the thread that still has
+  // to deliver the second (fs/hand_off_thread.h) nor store while the read is unanswered
+  // (Filesystem::reading; either alone keeps the read from waiting; before both, it waited the
+  // sink's 10 s). The sink here waits for the read as the kernel would (up to 10 s).
+  Mounted m(big_file_tree);
+  const format::EntryId id = *m.index().lookup_path("t/big.bin");
+  const format::Entry big = m.index().entry(id);
+  const uint64_t boundary = m.index().frames()[m.index().frames_for_range(big.data_offset, 1).first + 1].uncompressed_offset;
+  REQUIRE(boundary < big.data_offset + big.size);
+  std::mutex mu;
+  std::condition_variable cv;
+  bool read_done = false, waited_out = false;
+  int parts = 0;
+  m.fs->add_page_cache_sink(&mu, [&](format::EntryId file, uint64_t, std::span<const char> bytes) {
+    if (file != id || bytes.size() == big.size) return true;
+    std::unique_lock lock(mu);
+    ++parts;
+    waited_out = !cv.wait_for(lock, std::chrono::seconds(10), [&] { return read_done; }) || waited_out;
+    return true;
+  });
+  m.describe_all();
+  const uint64_t at = boundary - big.data_offset - 100;  // 100 bytes before the boundary, 200 in all
+  auto h = m.fs->open(id, O_RDONLY);
+  REQUIRE(h.ok());
+  const auto start = std::chrono::steady_clock::now();
+  auto got = m.fs->read_sync(*h, at, 200);
+  const auto took = std::chrono::steady_clock::now() - start;
+  {
+    std::lock_guard lock(mu);
+    read_done = true;
+  }
+  cv.notify_all();
+  REQUIRE(got.ok());
+  CHECK(*got == m.content(id).substr(at, 200));
+  CHECK(took < std::chrono::seconds(5));  // not the sink's 10 s
+  m.fs->release(*h);
+  m.fs->wait_prefetch_idle();
+  m.fs->wait_late_hand_offs();
+  m.fs->remove_page_cache_sink(&mu);
+  std::lock_guard lock(mu);
+  CHECK(parts > 0);
+  CHECK_FALSE(waited_out);
+}
+
 TEST_CASE("a file read out of order keeps its frames", "[unit]") {
   Mounted m(big_file_tree);
   std::vector<uint64_t> offsets;
@@ -158,7 +241,7 @@ TEST_CASE("a sink that takes nothing (unknown inodes) keeps every frame in memor
   Mounted m(node_tree);
   Recorder rec;
   rec.take = false;
-  m.fs->add_page_cache_sink(&rec, rec.sink());
+  m.fs->add_page_cache_sink(&rec, rec.sink(m.fs->index()));
   m.describe_all();
   m.read_all_and_check();
   const auto s = m.fs->stats();
@@ -174,7 +257,7 @@ TEST_CASE("a sink that takes nothing (unknown inodes) keeps every frame in memor
 TEST_CASE("a removed sink is never called again", "[unit]") {
   Mounted m(node_tree);
   Recorder rec;
-  m.fs->add_page_cache_sink(&rec, rec.sink());
+  m.fs->add_page_cache_sink(&rec, rec.sink(m.fs->index()));
   m.describe_all();
   m.read_all_and_check();
   REQUIRE(rec.call_count() > 0);
@@ -189,7 +272,7 @@ TEST_CASE("a removed sink is never called again", "[unit]") {
 TEST_CASE("files the kernel was never told about are not offered, and their frames stay", "[unit]") {
   Mounted m(node_tree);
   Recorder rec;
-  m.fs->add_page_cache_sink(&rec, rec.sink());
+  m.fs->add_page_cache_sink(&rec, rec.sink(m.fs->index()));
   // Opened by id, as a kernel that was not given the entries could not: no getattr before.
   for (format::EntryId id : m.files()) {
     auto h = m.fs->open(id, O_RDONLY);
@@ -237,7 +320,7 @@ TEST_CASE("a file the kernel learns of after its frame was decoded is handed off
   // node's require: the lookup of a file comes after a read of its neighbour decoded the frame.
   Mounted m(node_tree);
   Recorder rec;
-  m.fs->add_page_cache_sink(&rec, rec.sink());
+  m.fs->add_page_cache_sink(&rec, rec.sink(m.fs->index()));
   for (format::EntryId id : m.files()) {  // by id, no getattr: nothing is offered at the decodes
     auto h = m.fs->open(id, O_RDONLY);
     REQUIRE(h.ok());
@@ -287,7 +370,7 @@ TEST_CASE("a late hand-off the sink refuses leaves the frame and is tried again 
   Mounted m(node_tree);
   Recorder rec;
   rec.take = false;  // the kernel had not made the inode yet
-  m.fs->add_page_cache_sink(&rec, rec.sink());
+  m.fs->add_page_cache_sink(&rec, rec.sink(m.fs->index()));
   const format::EntryId id = m.files().front();
   REQUIRE(m.wholly_in_one_frame(id));
   auto h = m.fs->open(id, O_RDONLY);
@@ -312,7 +395,7 @@ TEST_CASE("a late hand-off the sink refuses leaves the frame and is tried again 
 TEST_CASE("a file whose frame is not in memory is not handed off late (its read decodes and offers it)", "[unit]") {
   Mounted m(node_tree);
   Recorder rec;
-  m.fs->add_page_cache_sink(&rec, rec.sink());
+  m.fs->add_page_cache_sink(&rec, rec.sink(m.fs->index()));
   const format::EntryId id = m.files().front();
   m.fs->note_known(id);  // nothing decoded yet
   m.fs->wait_late_hand_offs();

@@ -430,6 +430,44 @@ TEST_CASE("unmount right after the mount, while the daemon still lists the tree,
   }
 }
 
+TEST_CASE("a file cut across two frames reaches the page cache as whole pages once both are decoded; reading it sends no READ", "[fuse]") {
+  // fs/split_file_pages.h: b.bin starts in the frame of a/'s files and ends in the frame of c/'s
+  // (64 KiB frames; the packer splits a member when a quarter frame of it is left over). Both
+  // frames are worth decoding ahead for their small files; their parts of b.bin go to the page
+  // cache as whole pages, the page straddling the boundary assembled from both.
+  if (!fuse_available()) return;
+  MountEnv env;
+  TempDir dir;
+  const std::string src = dir / "t";
+  ::mkdir(src.c_str(), 0755);
+  for (const char* sub : {"a", "c"}) {
+    ::mkdir((src + "/" + sub).c_str(), 0755);
+    for (int f = 0; f < (sub[0] == 'a' ? 12 : 20); ++f)
+      write_file(src + "/" + sub + "/f" + std::to_string(f), pattern(2500, static_cast<uint32_t>(f + sub[0])));
+  }
+  // a/'s members (with their pax mtime records) take ~52 KiB of the first frame: the cut falls
+  // ~11.5 KiB into b.bin, inside its third page; c/'s files fill the second frame's other half.
+  write_file(src + "/b.bin", pattern(40000, 5));
+  const std::string archive = pack(dir);
+  const std::string mnt = dir / "mnt";
+  MountGuard guard(mnt);
+  mount_archive(archive, mnt);
+  wait_walk_done(mnt);
+  for (int i = 0; i < 600 && status_number(mnt, "frames_pending") != 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  REQUIRE(status_number(mnt, "frames_pending") == 0);
+  INFO(status_number(mnt, "archive_frames") << " frames, " << status_number(mnt, "frames_decoded_ahead") << " decoded ahead");
+  // The second frame's whole pages, and the straddling first page (stored on a thread of their
+  // own, after the decodes).
+  for (int i = 0; i < 100 && status_number(mnt, "split_pieces_to_page_cache") < 2; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  CHECK(status_number(mnt, "split_pieces_to_page_cache") >= 2);
+  const long long reads = status_number(mnt, "requests_read");
+  same_output(src, mnt, "md5sum b.bin");
+  // None, or one where the kernel dropped a page it took (DAMON reclaim on this VM: see below).
+  CHECK(status_number(mnt, "requests_read") - reads <= 1);
+  CHECK(status_number(mnt, "read_errors") == 0);
+}
+
 TEST_CASE("after the walk, the fill's frames reach the page cache before any read; reading every file then sends no READ", "[fuse]") {
   // Decode-ahead (FilesystemConfig::decode_ahead_bytes): the walk makes every file known to the
   // kernel, so each frame the fill brings is decoded and its files handed to the page cache

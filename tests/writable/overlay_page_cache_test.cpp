@@ -258,7 +258,7 @@ TEST_CASE("overlay late hand-off: a file cut off before its late hand-off is not
   std::mutex mu;
   std::vector<uint64_t> stored;
   int sink_owner = 0;
-  w.lower->add_page_cache_sink(&sink_owner, [&](fs::EntryId id, std::span<const char>) {
+  w.lower->add_page_cache_sink(&sink_owner, [&](fs::EntryId id, uint64_t, std::span<const char>) {
     return w.overlay->offer_to_page_cache(id, [&](uint64_t ino) {
       std::lock_guard lock(mu);
       stored.push_back(ino);
