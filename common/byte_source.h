@@ -44,6 +44,12 @@ class ByteSource {
   // reads, then tells the count once; a remote source tells as its reply's body comes. After an
   // error, what was told is still there (checked by the caller like any bytes).
   virtual Result<size_t> read_at_streaming(uint64_t offset, std::span<std::byte> out, const ReadProgress& progress) const;
+  // Ends every read in flight as soon as the source can (a remote one: its transfer stops at the
+  // next bytes or within a second while it waits) and fails it, and every later read, with
+  // kCancelled, never retried. For a process about to exit that must not wait for transfers
+  // nobody wants any more (a mount's fill at unmount). Irreversible; the default does nothing
+  // (local reads end soon enough).
+  virtual void cancel() const {}
   // Many reads at once; remote sources override to run them concurrently.
   // The default loops over read_at. Stops at the first error.
   virtual Status read_ranges(std::span<ReadRequest> requests) const;

@@ -368,6 +368,7 @@ void FrameFetcher::complete(uint32_t frame, uint64_t seq, const Result<FetchedFr
 }
 
 void FrameFetcher::log_fetch_error(uint32_t frame, const Status& error) {
+  if (error.code() == ErrorCode::kCancelled) return;  // the source's reads were ended (the mount is ending)
   counters_.fetch_errors.fetch_add(1, std::memory_order_relaxed);
   const format::FrameInfo& info = frames_[frame];
   std::cerr << "lazycache: frame " << frame << " (bytes " << info.compressed_offset << "+" << info.compressed_size << ") of "

@@ -26,6 +26,13 @@ struct Transfer {
   bool overflow = false;   // the 2xx body did not fit the sink
 };
 
+bool cancelled(const Transfer* t) { return t->request->cancel != nullptr && t->request->cancel->load(std::memory_order_relaxed); }
+
+// curl's progress callback, set only for a request that can be cancelled: non-zero aborts.
+int on_progress_tick(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+  return cancelled(static_cast<const Transfer*>(user)) ? 1 : 0;
+}
+
 std::string trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r' || s.back() == '\n')) s.remove_suffix(1);
@@ -48,6 +55,7 @@ size_t on_header(char* data, size_t size, size_t n, void* user) {
 size_t on_body(char* data, size_t size, size_t n, void* user) {
   auto* t = static_cast<Transfer*>(user);
   size_t len = size * n;
+  if (cancelled(t)) return 0;  // aborts the transfer (CURLE_WRITE_ERROR)
   long status = 0;
   t->api->easy_getinfo(t->curl, CURLINFO_RESPONSE_CODE, &status);
   if (!t->request->sink.empty() && status >= 200 && status < 300) {
@@ -151,6 +159,11 @@ Result<HttpResponse> HttpClient::perform(const HttpRequest& request, const std::
   c.easy_setopt(curl, CURLOPT_HEADERDATA, &t);
   c.easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_body);
   c.easy_setopt(curl, CURLOPT_WRITEDATA, &t);
+  if (request.cancel != nullptr) {
+    c.easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, on_progress_tick);
+    c.easy_setopt(curl, CURLOPT_XFERINFODATA, &t);
+    c.easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
+  }
   curl_slist* headers = nullptr;
   for (const auto& [k, v] : request.headers) headers = c.slist_append(headers, (k + ": " + v).c_str());
   // We sign requests ourselves; "Expect:" (not signed) stops curl from waiting for a
@@ -185,6 +198,8 @@ Result<HttpResponse> HttpClient::perform(const HttpRequest& request, const std::
   c.easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &response.status);
   c.slist_free_all(headers);
   release(curl);
+  if (rc != CURLE_OK && cancelled(&t))
+    return Status(ErrorCode::kCancelled, what + " (" + redact_url(without_query(request.url)) + "): cancelled");
   if (t.overflow && request.overflow_ok) return response;
   if (t.overflow)
     return Status(ErrorCode::kCorrupt, what + ": the server sent more bytes than requested (HTTP " + std::to_string(response.status) + ")");

@@ -41,6 +41,9 @@ struct HttpRequest {
   // Optional: told the bytes in `sink` so far after each piece of a 206 body lands there (a
   // ranged reply; never for other statuses, whose bytes may not be the range asked for).
   std::function<void(size_t)> on_sink_progress = {};
+  // Optional: once it is true, the transfer ends (at the next body bytes, or at curl's progress
+  // tick, at least once a second while it waits) and send() fails with kCancelled.
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 struct HttpResponse {

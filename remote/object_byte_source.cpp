@@ -54,7 +54,8 @@ Result<size_t> ObjectByteSource::fetch(uint64_t offset, std::span<std::byte> out
   // only for the bytes before it.
   const size_t from_store = static_cast<size_t>(std::min<uint64_t>(want, tail_start - offset));
   if (from_store < want) std::memcpy(out.data() + from_store, tail_.data(), want - from_store);
-  RangeRequest req{info_.key, offset, from_store, info_.etag, progress};
+  if (cancelled_.load(std::memory_order_relaxed)) return Status(ErrorCode::kCancelled, describe() + ": reads were cancelled");
+  RangeRequest req{info_.key, offset, from_store, info_.etag, progress, &cancelled_};
   requests_.fetch_add(1);
   LC_ASSIGN_OR_RETURN(size_t n, store_->get_range(req, out.first(from_store)));
   bytes_fetched_.fetch_add(n);

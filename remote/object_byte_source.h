@@ -53,6 +53,8 @@ class ObjectByteSource final : public ByteSource {
   Result<size_t> read_at_streaming(uint64_t offset, std::span<std::byte> out, const ReadProgress& progress) const override;
   Status read_ranges(std::span<ReadRequest> requests) const override;
   std::string describe() const override { return store_->describe() + "/" + info_.key; }
+  // Every GET in flight ends (RangeRequest::cancel) and fails with kCancelled, as do later reads.
+  void cancel() const override { cancelled_.store(true, std::memory_order_relaxed); }
 
   // Frees the tail kept from open or from_tail (reads of it go to the store again): once the
   // archive's index is parsed, a mount has no use for the 1 MiB it read with its lookup. Not
@@ -78,6 +80,7 @@ class ObjectByteSource final : public ByteSource {
   ObjectByteSourceConfig config_;
   std::string tail_;  // the last tail_.size() bytes of the object; immutable after open (but release_tail)
   mutable std::atomic<uint64_t> requests_{0}, bytes_fetched_{0};
+  mutable std::atomic<bool> cancelled_{false};  // cancel() was called
 };
 
 }  // namespace lazycache::remote

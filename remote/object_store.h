@@ -17,6 +17,7 @@
 //  - Messages name the operation and the key, never credentials.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -52,6 +53,8 @@ struct RangeRequest {
   // this call). A store that does not stream (the local directory) never calls it. A store that
   // retries (RetryingObjectStore) asks again only for the bytes not told yet.
   std::function<void(size_t)> on_progress = {};
+  // Optional: once true, the GET ends and fails with kCancelled, never retried (HttpRequest's).
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 // The tail of an object and what identifies it, from one request where the server allows.

@@ -69,6 +69,7 @@ Result<size_t> checked_range_get(const HttpSender& send, const std::string& url,
   // A 206's bytes are told as they come; a 206 for another range is refused below, after the
   // caller was told of bytes that are not its range: it checks what it uses (RangeRequest).
   http.on_sink_progress = req.on_progress;
+  http.cancel = req.cancel;
   LC_ASSIGN_OR_RETURN(HttpResponse r, send(http, what));
   // 416 for "bytes=a-b" means a >= size: the read is at or past the end (Swift's 416 carries
   // no Content-Range to check that against).

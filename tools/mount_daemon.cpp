@@ -343,6 +343,9 @@ int serve(fs::Filesystem& filesystem, std::vector<std::unique_ptr<fs::FuseMount>
   write_state();
   // A read still waiting (its reader killed mid-read) replies on its session: let it finish first.
   while (filesystem.reads_in_flight() > 0) ::usleep(10000);
+  // Nothing waits for the store now but the fill's runs already in flight: end them, so that
+  // the exit (and the unmount waiting for it) does not wait for their last bytes.
+  filesystem.cancel_store_reads();
   mounts.clear();
   return 0;
 }

@@ -58,7 +58,9 @@ class Daemonizer {
   std::shared_ptr<StartupWatch> watch_;
 };
 
-// A ByteSource that counts the reads made through it (the mount's "range reads at mount").
+// A ByteSource that counts the reads made through it (the mount's "range reads at mount"). The
+// mount's every read goes through it: it forwards streaming (a run's frames delivered as its
+// bytes come) and cancel() (the fill's reads ended at exit), which the defaults would drop.
 class CountingSource final : public ByteSource {
  public:
   explicit CountingSource(std::shared_ptr<const ByteSource> inner) : inner_(std::move(inner)) {}
@@ -67,6 +69,11 @@ class CountingSource final : public ByteSource {
     reads_.fetch_add(1, std::memory_order_relaxed);
     return inner_->read_at(offset, out);
   }
+  Result<size_t> read_at_streaming(uint64_t offset, std::span<std::byte> out, const ReadProgress& progress) const override {
+    reads_.fetch_add(1, std::memory_order_relaxed);
+    return inner_->read_at_streaming(offset, out, progress);
+  }
+  void cancel() const override { inner_->cancel(); }
   Status read_ranges(std::span<ReadRequest> requests) const override {
     reads_.fetch_add(requests.size(), std::memory_order_relaxed);
     return inner_->read_ranges(requests);

@@ -191,7 +191,9 @@ TEST_CASE("a read-only mount lets the kernel open files itself; --open-requests 
     mount_archive(archive, mnt);
     same_output(dir / "t", mnt, read_all);
     CHECK(status_number(mnt, "requests_open") == 1);
-    CHECK(status_number(mnt, "requests_opendir") <= 1);
+    // One per opener that asked before the kernel had the first ENOSYS: the mount's tree walk and
+    // this find start together (seen 2 in a clean-clone CI run on a loaded machine).
+    CHECK(status_number(mnt, "requests_opendir") <= 2);
     REQUIRE(run("cd " + quote(mnt) + " && " + drop_pages).exit_code == 0);
     const long long reads_before = status_number(mnt, "requests_read");
     same_output(dir / "t", mnt, read_all);  // every file again, now through READs without a handle

@@ -3,10 +3,12 @@
 //   [faults]        the read-only HTTP store against the proxy serving a directory
 //   [swift-faults]  the S3 store against the proxy in front of Swift (ctest fixture "swift")
 #include <algorithm>
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "remote/http_object_store.h"
 #include "remote/object_byte_source.h"
@@ -122,6 +124,42 @@ TEST_CASE("ObjectByteSource runs its GETs concurrently", "[faults]") {
   for (size_t i = 0; i < 8; ++i) CHECK(bufs[i] == data.substr(i * kMiB, 1000));
   CHECK(http->http().max_in_flight() >= 4);
   CHECK(seconds < 2.5);
+}
+
+TEST_CASE("a cancelled source ends its GET in flight at once, retries nothing, and fails later reads", "[faults]") {
+  // ByteSource::cancel: a mount's exit ends the fill's range reads instead of waiting for them.
+  TempDir dir;
+  std::string data = ramp(9, 0, 4 * kMiB);
+  std::ofstream(dir.path() + "/obj", std::ios::binary) << data;
+  FaultProxy proxy("", dir.path());
+  auto http = std::make_shared<HttpObjectStore>(proxy.url(), "");
+  auto info = http->head("obj");
+  REQUIRE(info.ok());
+  auto store = std::make_shared<RetryingObjectStore>(http, kFastRetry);
+  auto src = ObjectByteSource::from_info(store, *info);
+  // The body stops after 64 KiB for 20 s: the read is in flight, its first bytes told.
+  proxy.set_plan(R"([{"method": "GET", "fault": "stall", "after_bytes": 65536, "seconds": 20, "then": "close"}])");
+  const int before = proxy.request_count();
+  std::string buf(2 * kMiB, '\0');
+  std::atomic<size_t> told{0};
+  Result<size_t> got = size_t{0};
+  std::thread reader([&] { got = src->read_at_streaming(0, std::as_writable_bytes(std::span<char>(buf)), [&](size_t n) { told = n; }); });
+  for (int i = 0; i < 500 && told.load() == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  CHECK(told.load() > 0);
+  const auto t0 = std::chrono::steady_clock::now();
+  src->cancel();
+  reader.join();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  REQUIRE_FALSE(got.ok());
+  CHECK(got.error().code() == ErrorCode::kCancelled);
+  CHECK(seconds < 3);                          // curl's progress tick (once a second while stalled), not the stall's 20 s
+  CHECK(proxy.request_count() - before == 1);  // never retried
+  CHECK(store->policy().retries() == 0);
+  // Later reads fail at once, without a request.
+  auto again = src->read_at(0, std::as_writable_bytes(std::span<char>(buf.data(), 1000)));
+  REQUIRE_FALSE(again.ok());
+  CHECK(again.error().code() == ErrorCode::kCancelled);
+  CHECK(proxy.request_count() - before == 1);
 }
 
 TEST_CASE("S3 through faults: part retries, aborted uploads, expired credentials", "[swift-faults]") {
